@@ -1,0 +1,32 @@
+"""robot_dynamics: model-based control of robot arms, from a URDF and joint states.
+
+Conventions (every function, node and message follows them):
+
+- Equation of motion ``M(q) q̈ + C(q, q̇) q̇ + g(q) = τ + J^T F_ext``; gravity compensation is τ = g(q).
+- Spatial vectors are angular first: twists (ω, v), wrenches (moment, force), as in Lynch & Park.
+- ``model.gravity`` is the physical acceleration of gravity in the base frame, default (0, 0, -9.81).
+- Jacobian references: ``LOCAL`` body Jacobian (frame axes), ``LOCAL_WORLD_ALIGNED`` velocity of the
+  frame origin in base axes, ``WORLD`` space Jacobian (L&P).
+- C(q, q̇) is the Christoffel-consistent Coriolis matrix: Ṁ - 2C is skew-symmetric.
+- One coordinate per joint (continuous joints are angles); SI units, radians, metres, newtons.
+"""
+from .core.algorithms.coriolis import coriolis_matrix
+from .core.algorithms.crba import mass_matrix
+from .core.algorithms.forward_dynamics import forward_dynamics
+from .core.algorithms.jacobians import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, Reference,
+                                        frame_bias_acceleration, frame_jacobian, frame_pose,
+                                        frame_velocity)
+from .core.algorithms.rnea import gravity, nonlinear_effects, rnea
+from .core.algorithms.task_space import (effective_mass, inverse_task_space_inertia,
+                                         task_space_inertia, translational_inertia)
+from .core.model import Data, Model, with_payload
+from .core.robots import robot_urdf
+from .core.urdf import URDFError, load_urdf
+
+__all__ = [
+    'LOCAL', 'LOCAL_WORLD_ALIGNED', 'WORLD', 'Reference', 'Data', 'Model', 'URDFError',
+    'load_urdf', 'robot_urdf', 'with_payload', 'rnea', 'gravity', 'nonlinear_effects',
+    'mass_matrix', 'coriolis_matrix', 'forward_dynamics', 'frame_pose', 'frame_jacobian',
+    'frame_velocity', 'frame_bias_acceleration', 'task_space_inertia',
+    'inverse_task_space_inertia', 'translational_inertia', 'effective_mass',
+]

@@ -1,0 +1,1 @@
+"""Pure numerics of robot_dynamics: no ROS import anywhere below here."""

@@ -1,0 +1,1 @@
+"""One module per algorithm; each holds its allocation-free kernel and the public function."""

@@ -1,0 +1,61 @@
+"""Dense Cholesky factorisation and solves, allocation-free, for M(q) and small task-space blocks."""
+import numpy as np
+
+from .._jit import jit
+
+
+@jit
+def cholesky(A):
+    """Overwrite the lower triangle of symmetric A with L, A = L L^T; False if A is not PD."""
+    n = A.shape[0]
+    for j in range(n):
+        d = A[j, j]
+        for k in range(j):
+            d -= A[j, k] * A[j, k]
+        if not d > 0.0:
+            return False
+        d = np.sqrt(d)
+        A[j, j] = d
+        for i in range(j + 1, n):
+            s = A[i, j]
+            for k in range(j):
+                s -= A[i, k] * A[j, k]
+            A[i, j] = s / d
+    return True
+
+
+@jit
+def solve_lower(L, b):
+    """b <- L^{-1} b (forward substitution), b a vector."""
+    for i in range(L.shape[0]):
+        s = b[i]
+        for k in range(i):
+            s -= L[i, k] * b[k]
+        b[i] = s / L[i, i]
+
+
+@jit
+def solve_lower_transpose(L, b):
+    """b <- L^{-T} b (back substitution), b a vector."""
+    for i in range(L.shape[0] - 1, -1, -1):
+        s = b[i]
+        for k in range(i + 1, L.shape[0]):
+            s -= L[k, i] * b[k]
+        b[i] = s / L[i, i]
+
+
+@jit
+def cholesky_solve(L, b):
+    """b <- A^{-1} b for A = L L^T."""
+    solve_lower(L, b)
+    solve_lower_transpose(L, b)
+
+
+@jit
+def cholesky_inverse(L, out):
+    """out = A^{-1} for A = L L^T (out must not alias L)."""
+    n = L.shape[0]
+    for j in range(n):
+        for i in range(n):
+            out[i, j] = 1.0 if i == j else 0.0
+        cholesky_solve(L, out[:, j])
