@@ -4,24 +4,25 @@ Equation of motion: M(q) q̈ + C(q, q̇) q̇ + g(q) = τ + τ_ext.
 """
 import numpy as np
 
-from .algorithms import gravity, rnea
+from .algorithms.rnea import gravity, rnea
+from .arguments import joint_vector
+from .model import Data
 
 
-def as_vector(x, n, name):
-    """x as a float array of shape (n,), finite, or a ValueError naming it."""
-    x = np.asarray(x, dtype=float)
-    if x.shape != (n,):
-        raise ValueError(f"{name}: expected shape ({n},), got {x.shape}")
+def finite_joint_vector(model, x, name):
+    """x as a finite float (nv,) array, or a ValueError naming it."""
+    x = joint_vector(model, x, name)
     if not np.isfinite(x).all():
-        raise ValueError(f"{name}: contains NaN or Inf")
+        raise ValueError(f"{name} contains NaN or Inf: {x}")
     return x
 
 
-def as_gains(x, n, name):
-    """Per-joint gains: a scalar (same for every joint) or (n,), finite and >= 0."""
-    x = as_vector(np.full(n, x, dtype=float) if np.ndim(x) == 0 else x, n, name)
+def joint_gains(model, x, name):
+    """Per-joint gains: a scalar (the same for every joint) or (nv,), finite and >= 0."""
+    x = finite_joint_vector(model, np.full(model.nv, x, dtype=float) if np.ndim(x) == 0 else x,
+                            name)
     if (x < 0).any():
-        raise ValueError(f"{name}: must be >= 0, got {x}")
+        raise ValueError(f"{name} must be >= 0, got {x}")
     return x.copy()
 
 
@@ -31,20 +32,28 @@ class GravityCompensation:
     def __init__(self, model):
         self.model = model
 
+    @property
+    def model(self):
+        return self._model
+
+    @model.setter
+    def model(self, model):
+        self._model, self._data = model, Data(model)
+
     def __call__(self, q, v=None):
-        return gravity(self.model, as_vector(q, self.model.nv, "q"))
+        return gravity(self._model, finite_joint_vector(self._model, q, "q"), data=self._data)
 
 
 class ComputedTorque:
-    """τ = M(q) (q̈_d + K_p e + K_d ė) + C(q, q̇) q̇ + g(q), e = q_d − q
-    (computed torque, Lynch & Park, Modern Robotics §11.4.1).
+    """τ = M(q) (q̈_d + K_p e + K_d ė) + C(q, q̇) q̇ + g(q) with e = q_d − q.
 
-    One inverse-dynamics call: rnea(q, q̇, q̈_d + K_p e + K_d ė). With an exact model the
-    error obeys ë + K_d ė + K_p e = 0 per joint; K_p = ω², K_d = 2ω is critically damped.
+    Computed torque (Lynch & Park, Modern Robotics §11.4.1) in one inverse-dynamics call,
+    rnea(q, q̇, q̈_d + K_p e + K_d ė). With an exact model the error obeys
+    ë + K_d ė + K_p e = 0 per joint; K_p = ω², K_d = 2ω is critically damped.
     """
 
     def __init__(self, model, kp, kd):
-        self._model = model
+        self._model, self._data = model, Data(model)
         self.kp, self.kd = kp, kd
 
     @property
@@ -55,7 +64,7 @@ class ComputedTorque:
     def model(self, model):
         if model.nv != self._model.nv:
             raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
-        self._model = model
+        self._model, self._data = model, Data(model)
 
     @property
     def kp(self):
@@ -63,7 +72,7 @@ class ComputedTorque:
 
     @kp.setter
     def kp(self, kp):
-        self._kp = as_gains(kp, self._model.nv, "kp")
+        self._kp = joint_gains(self._model, kp, "kp")
 
     @property
     def kd(self):
@@ -71,25 +80,30 @@ class ComputedTorque:
 
     @kd.setter
     def kd(self, kd):
-        self._kd = as_gains(kd, self._model.nv, "kd")
+        self._kd = joint_gains(self._model, kd, "kd")
 
     def __call__(self, q, v, q_d, v_d, a_d):
-        n = self._model.nv
-        q, v = as_vector(q, n, "q"), as_vector(v, n, "v")
-        e = as_vector(q_d, n, "q_d") - q
-        e_dot = as_vector(v_d, n, "v_d") - v
-        a = as_vector(a_d, n, "a_d") + self._kp * e + self._kd * e_dot
-        return rnea(self._model, q, v, a)
+        m = self._model
+        q, v = finite_joint_vector(m, q, "q"), finite_joint_vector(m, v, "v")
+        e = finite_joint_vector(m, q_d, "q_d") - q
+        e_dot = finite_joint_vector(m, v_d, "v_d") - v
+        a = finite_joint_vector(m, a_d, "a_d") + self._kp * e + self._kd * e_dot
+        return rnea(m, q, v, a, data=self._data)
 
 
 def clamp_effort(tau, limits):
-    """Clip τ elementwise to ±limits (inf: no limit); returns (τ_clamped, mask of clamped joints)."""
+    """Clip τ elementwise to ±limits (inf: no limit); returns (τ_clamped, clamped-joint mask).
+
+    A NaN or Inf in τ raises ValueError: such a command must never reach an arm.
+    """
     tau = np.asarray(tau, dtype=float)
     limits = np.asarray(limits, dtype=float)
     if tau.shape != limits.shape or tau.ndim != 1:
         raise ValueError(f"clamp_effort: tau {tau.shape} and limits {limits.shape} "
                          "must be 1-D of the same length")
-    if np.isnan(limits).any() or (limits < 0).any():
+    if not np.isfinite(tau).all():
+        raise ValueError(f"clamp_effort: tau contains NaN or Inf: {tau}")
+    if not (limits >= 0).all():
         raise ValueError(f"clamp_effort: limits must be >= 0, got {limits}")
     clamped = np.abs(tau) > limits
     return np.clip(tau, -limits, limits), clamped

@@ -1,0 +1,136 @@
+"""Control laws: gravity compensation, computed torque in closed loop (RK4 at 1 kHz), clamping."""
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.core.control import ComputedTorque, GravityCompensation, clamp_effort
+from robot_dynamics.core.trajectory import JointTrajectory
+
+PANDA = rd.load_urdf(rd.robot_urdf("panda"), base="panda_link0", tip="panda_hand")
+UR5E = rd.load_urdf(rd.robot_urdf("ur5e"), base="base_link", tip="tool0")
+Q_PANDA = np.array([0.1, -0.6, 0.2, -2.0, 0.1, 1.6, 0.7])
+Q_UR5E = np.array([0.3, -1.2, 1.4, -1.6, -1.5, 0.2])
+RNG = np.random.default_rng(3)
+
+
+def simulate(model, torque, q, v, t_end, dt=1e-3):
+    """RK4 on M q̈ + C q̇ + g = τ(t, q, q̇), the control law evaluated at every stage."""
+    n = model.nv
+
+    def f(t, x):
+        return np.concatenate([x[n:], rd.forward_dynamics(model, x[:n], x[n:],
+                                                          torque(t, x[:n], x[n:]))])
+
+    x, ts, xs = np.concatenate([q, v]), np.arange(0.0, t_end + dt / 2, dt), []
+    for t in ts:
+        xs.append(x)
+        k1 = f(t, x)
+        k2 = f(t + dt / 2, x + dt / 2 * k1)
+        k3 = f(t + dt / 2, x + dt / 2 * k2)
+        k4 = f(t + dt, x + dt * k3)
+        x = x + dt / 6 * (k1 + 2 * k2 + 2 * k3 + k4)
+    xs = np.array(xs)
+    return ts, xs[:, :n], xs[:, n:]
+
+
+@pytest.mark.parametrize("model, q0", [(PANDA, Q_PANDA), (UR5E, Q_UR5E)])
+def test_gravity_compensation_is_gravity_and_holds_the_arm(model, q0):
+    gc = GravityCompensation(model)
+    for q in q0 + RNG.uniform(-0.5, 0.5, (5, model.nv)):
+        np.testing.assert_allclose(gc(q, np.zeros(model.nv)), rd.gravity(model, q), atol=1e-12)
+        np.testing.assert_allclose(rd.forward_dynamics(model, q, np.zeros(model.nv), gc(q)), 0,
+                                   atol=1e-9)
+
+
+def test_gravity_compensation_carries_the_payload():
+    """The payload adds −J_pᵀ m g_vec, J_p the Jacobian of its centre of mass (independent)."""
+    mass, com = 2.0, np.array([0.01, -0.02, 0.08])  # in panda_hand axes
+    gc = GravityCompensation(rd.with_payload(PANDA, mass, com))
+    q = Q_PANDA
+    T = rd.frame_pose(PANDA, q, "panda_hand")
+    J = rd.frame_jacobian(PANDA, q, "panda_hand", rd.LOCAL_WORLD_ALIGNED)
+    r = T[:3, :3] @ com  # hand origin -> payload com, base axes; v_p = v - r x w
+    J_p = J[3:] - np.cross(r, J[:3].T).T
+    expected = rd.gravity(PANDA, q) - J_p.T @ (mass * PANDA.gravity)
+    np.testing.assert_allclose(gc(q), expected, atol=1e-10)
+
+
+def test_computed_torque_is_one_inverse_dynamics_call():
+    ct = ComputedTorque(PANDA, kp=np.full(7, 100.0), kd=20.0)
+    q, v, q_d, v_d, a_d = Q_PANDA + RNG.uniform(-0.3, 0.3, (5, 7))
+    a = a_d + 100.0 * (q_d - q) + 20.0 * (v_d - v)
+    expected = (rd.mass_matrix(PANDA, q) @ a + rd.coriolis_matrix(PANDA, q, v) @ v
+                + rd.gravity(PANDA, q))
+    np.testing.assert_allclose(ct(q, v, q_d, v_d, a_d), expected, atol=1e-10)
+
+
+def test_exact_model_error_follows_the_critically_damped_response():
+    """ë + K_d ė + K_p e = 0: e(t) = (e₀ + (ė₀ + ω e₀) t) e^(−ωt) with K_p = ω², K_d = 2ω."""
+    w = 20.0
+    ct = ComputedTorque(PANDA, kp=w**2, kd=2 * w)
+    amp, freq = RNG.uniform(-0.4, 0.4, 7), RNG.uniform(0.3, 0.8, 7)
+
+    def reference(t):
+        s, c = np.sin(2 * np.pi * freq * t), np.cos(2 * np.pi * freq * t)
+        return Q_PANDA + amp * s, amp * 2 * np.pi * freq * c, -amp * (2 * np.pi * freq)**2 * s
+
+    e0 = np.array([0.05, -0.03, 0.0, 0.02, 0.0, -0.04, 0.01])
+    ts, q, v = simulate(PANDA, lambda t, q, v: ct(q, v, *reference(t)),
+                        Q_PANDA - e0, reference(0.0)[1], t_end=2.0)
+    e = np.array([reference(t)[0] for t in ts]) - q
+    e_closed_form = (e0 + w * e0 * ts[:, None]) * np.exp(-w * ts[:, None])
+    np.testing.assert_allclose(e, e_closed_form, atol=1e-8)
+    assert np.abs(e[ts > 1.0]).max() < 1e-6  # tracking error once the initial error has decayed
+
+
+def test_perturbed_model_stays_stable_with_the_predicted_steady_error():
+    """An unknown 0.3 kg payload: at rest M̂ K_p e = g − ĝ, so e_ss = K_p⁻¹ M̂⁻¹ (g − ĝ)."""
+    true_model = rd.with_payload(UR5E, 0.3, (0.0, 0.0, 0.05))
+    kp = np.full(6, 400.0)
+    ct = ComputedTorque(UR5E, kp=kp, kd=40.0)
+    waypoints = Q_UR5E + np.array([[0, 0, 0, 0, 0, 0], [0.4, -0.3, 0.5, 0.3, -0.2, 0.6],
+                                   [-0.2, 0.2, 0.1, -0.3, 0.4, 0.0]])
+    traj = JointTrajectory([0.0, 0.6, 1.2], waypoints)
+    ts, q, v = simulate(true_model, lambda t, q, v: ct(q, v, *traj.sample(t)),
+                        waypoints[0], np.zeros(6), t_end=2.5)
+    e = waypoints[-1] - q[-1]
+    g_error = rd.gravity(true_model, q[-1]) - rd.gravity(UR5E, q[-1])
+    e_ss = np.linalg.solve(rd.mass_matrix(UR5E, q[-1]), g_error) / kp
+    assert np.abs(e_ss).max() > 0.05  # the light wrist feels it: M̂ is small there
+    np.testing.assert_allclose(e, e_ss, rtol=1e-4, atol=1e-7)
+    assert np.abs(v[-1]).max() < 1e-4
+    assert np.abs([traj.sample(t)[0] for t in ts] - q).max() < 0.2
+
+
+def test_gains_and_model_are_replaceable_and_validated():
+    ct = ComputedTorque(PANDA, kp=np.full(7, 10.0), kd=np.full(7, 1.0))
+    q, zero = Q_PANDA, np.zeros(7)
+    ct.kp = np.full(7, 50.0)
+    np.testing.assert_allclose(ct(q, zero, q + 0.01, zero, zero),
+                               rd.mass_matrix(PANDA, q) @ np.full(7, 0.5) + rd.gravity(PANDA, q),
+                               atol=1e-10)
+    ct.model = rd.with_payload(PANDA, 1.0)
+    np.testing.assert_allclose(ct(q, zero, q, zero, zero),
+                               rd.gravity(rd.with_payload(PANDA, 1.0), q), atol=1e-10)
+    with pytest.raises(ValueError, match=r"kp must have shape \(7,\)"):
+        ct.kp = np.ones(6)
+    with pytest.raises(ValueError, match="kd must be >= 0"):
+        ct.kd = -np.ones(7)
+    with pytest.raises(ValueError, match="nv = 7"):
+        ct.model = UR5E
+    with pytest.raises(ValueError, match=r"v_d must have shape \(7,\).*got shape \(6,\)"):
+        ct(q, zero, q, np.zeros(6), zero)
+    with pytest.raises(ValueError, match="q contains NaN"):
+        GravityCompensation(PANDA)(np.full(7, np.nan))
+
+
+def test_clamp_effort():
+    tau, mask = clamp_effort([5.0, -12.0, 3.0, -1.0], [10.0, 10.0, np.inf, 0.5])
+    np.testing.assert_array_equal(tau, [5.0, -10.0, 3.0, -0.5])
+    np.testing.assert_array_equal(mask, [False, True, False, True])
+    with pytest.raises(ValueError, match=">= 0"):
+        clamp_effort([1.0], [-1.0])
+    with pytest.raises(ValueError, match="same length"):
+        clamp_effort([1.0, 2.0], [1.0])
+    with pytest.raises(ValueError, match="NaN"):
+        clamp_effort([np.nan], [1.0])
