@@ -1,0 +1,138 @@
+"""robot_dynamics against Pinocchio loading the same URDF string: relative error <= 1e-9.
+
+Pinocchio is reduced to our joints (the others locked where our loader locks them), its
+continuous joints are mapped to (cos, sin) and its linear-first rows swapped; see
+random_trees.PinocchioReference. The largest relative error per quantity is written to
+<pytest basetemp>/pinocchio_errors.json and printed (pytest -s) for the closing note.
+"""
+import json
+import zlib
+
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from random_trees import (ARMS, ERRORS, MORE_ARMS, TREES, PinocchioReference, assert_close,
+                          make_case, moving_joints, random_state, urdf_joints)
+
+REFERENCES = {"LOCAL": rd.LOCAL, "WORLD": rd.WORLD, "LOCAL_WORLD_ALIGNED": rd.LOCAL_WORLD_ALIGNED}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def figures(tmp_path_factory):
+    yield
+    found = {k.split("/", 1)[1]: float(v) for k, v in ERRORS.items()
+             if k.startswith("pinocchio/")}
+    path = tmp_path_factory.getbasetemp() / "pinocchio_errors.json"
+    path.write_text(json.dumps(found, indent=1, sort_keys=True))
+    print(f"\nmax relative error against Pinocchio ({path}):")
+    for k, v in sorted(found.items()):
+        print(f"  {k:28s} {v:.1e}")
+
+
+@pytest.fixture(scope="module", params=ARMS + MORE_ARMS + TREES)
+def case(request):
+    case = make_case(request.param)
+    model = case.load()
+    ref = PinocchioReference(case.xml, model.joint_names, case.base, case.gravity)
+    rng = np.random.default_rng(zlib.crc32(request.param.encode()))
+    states = [random_state(model.lower, model.upper, rng) for _ in range(3)]
+    return case, model, ref, states
+
+
+def close(actual, expected, quantity):
+    assert_close(actual, expected, rtol=1e-9, atol=1e-12, label=f"pinocchio/{quantity}")
+
+
+def test_same_joints(case):
+    case, model, ref, _ = case
+    assert sorted(model.joint_names) == sorted(moving_joints(case.xml, case.base, case.tip))
+    assert model.nv == model.nb == len(model.joint_names)
+
+
+def test_inverse_dynamics(case):
+    _, model, ref, states = case
+    for q, v, a in states:
+        close(rd.rnea(model, q, v, a), ref.rnea(q, v, a), "rnea")
+        close(rd.gravity(model, q), ref.gravity(q), "gravity")
+        close(rd.nonlinear_effects(model, q, v), ref.nonlinear_effects(q, v), "nonlinear_effects")
+
+
+def test_external_forces(case):
+    """Wrenches (moment, force) on every body, in the body (child link) frame."""
+    case, model, ref, states = case
+    rng = np.random.default_rng(7)
+    for q, v, a in states:
+        f_ext = rng.normal(size=(model.nb, 6))
+        close(rd.rnea(model, q, v, a, f_ext), ref.rnea(q, v, a, f_ext, model.joint_names),
+              "rnea with f_ext")
+
+
+def test_mass_matrix(case):
+    _, model, ref, states = case
+    for q, _, _ in states:
+        close(rd.mass_matrix(model, q), ref.mass_matrix(q), "mass_matrix")
+
+
+def test_coriolis_matrix(case):
+    _, model, ref, states = case
+    for q, v, _ in states:
+        close(rd.coriolis_matrix(model, q, v), ref.coriolis_matrix(q, v), "coriolis_matrix")
+
+
+def test_forward_dynamics(case):
+    _, model, ref, states = case
+    rng = np.random.default_rng(3)
+    for q, v, _ in states:
+        tau = rng.normal(size=model.nv)
+        close(rd.forward_dynamics(model, q, v, tau), ref.forward_dynamics(q, v, tau),
+              "forward_dynamics (aba)")
+
+
+def frames(case, model):
+    """Every URDF link our model keeps a frame for; Pinocchio has them all."""
+    links = {j["child"] for j in urdf_joints(case.xml).values()} | {model.base}
+    return [f for f in model.frame_names if f in links]
+
+
+def test_frame_poses(case):
+    case, model, ref, states = case
+    assert model.base in model.frame_names and model.tip in model.frame_names + (None,)
+    for q, _, _ in states:
+        for frame in frames(case, model):
+            close(rd.frame_pose(model, q, frame), ref.frame_pose(q, frame), "frame_pose")
+
+
+def test_frame_jacobians(case):
+    case, model, ref, states = case
+    for q, v, _ in states[:2]:
+        for frame in frames(case, model):
+            for name, reference in REFERENCES.items():
+                J = ref.frame_jacobian(q, frame, name)
+                close(rd.frame_jacobian(model, q, frame, reference=reference), J,
+                      f"frame_jacobian {name}")
+                close(rd.frame_velocity(model, q, v, frame, reference=reference), J @ v,
+                      f"frame_velocity {name}")
+
+
+def test_frame_bias_acceleration(case):
+    case, model, ref, states = case
+    for q, v, _ in states[:2]:
+        for frame in frames(case, model):
+            for name, reference in REFERENCES.items():
+                close(rd.frame_bias_acceleration(model, q, v, frame, reference=reference),
+                      ref.frame_bias_acceleration(q, v, frame, name),
+                      f"frame_bias_acceleration {name}")
+
+
+def test_task_space_inertia(case):
+    """Lambda = (J M^-1 J^T)^-1 where the tip Jacobian has full row rank 6."""
+    case, model, ref, states = case
+    frame = model.tip or "tool"  # every random tree has a tool
+    for q, _, _ in states:
+        J = ref.frame_jacobian(q, frame, "LOCAL")
+        if model.nv < 6 or np.linalg.svd(J, compute_uv=False)[-1] < 1e-2:
+            continue
+        for name, reference in REFERENCES.items():
+            close(rd.task_space_inertia(model, q, frame, reference=reference),
+                  ref.task_space_inertia(q, frame, name), f"task_space_inertia {name}")
