@@ -2,9 +2,11 @@
 
 Conventions (every function, node and message follows them):
 
-- Equation of motion ``M(q) q̈ + C(q, q̇) q̇ + g(q) = τ + J^T F_ext``; gravity compensation is τ = g(q).
+- Equation of motion ``M(q) q̈ + C(q, q̇) q̇ + g(q) = τ + J^T F_ext``.
+  Gravity compensation is τ = g(q).
 - Spatial vectors are angular first: twists (ω, v), wrenches (moment, force), as in Lynch & Park.
-- ``model.gravity`` is the physical acceleration of gravity in the base frame, default (0, 0, -9.81).
+- ``model.gravity`` is the physical acceleration of gravity in the base frame,
+  default (0, 0, -9.81).
 - Jacobian references: ``LOCAL`` body Jacobian (frame axes), ``LOCAL_WORLD_ALIGNED`` velocity of the
   frame origin in base axes, ``WORLD`` space Jacobian (L&P).
 - C(q, q̇) is the Christoffel-consistent Coriolis matrix: Ṁ - 2C is skew-symmetric.

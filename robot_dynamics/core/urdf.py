@@ -1,4 +1,4 @@
-"""URDF -> Model: fixed joints merged, chain or subtree selection, physical checks that name the link.
+"""URDF -> Model: fixed joints merged, chain or subtree selected, checks that name the link.
 
 Rules (see the package docstring): links joined by fixed joints are merged into their moving parent
 body, their inertia lumped. With a ``tip``, the joints on the path base -> tip are the degrees of
