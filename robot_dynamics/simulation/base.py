@@ -1,0 +1,86 @@
+"""What both simulation engines share: argument checks, joint order, the tip wrench."""
+import numpy as np
+
+import robot_dynamics as rd
+
+WRENCH_FRAMES = ('base', 'tip')
+
+
+class Engine:
+    """An arm integrated at a fixed step dt; every vector is in ``joint_names`` order.
+
+    Subclasses provide the state ``q``, ``v`` and
+    ``_advance(tau, F)``: one step with τ and the base-axes tip wrench F (None: none) held;
+    ``_acceleration(tau, F)``: q̈ at the current state;
+    ``_tip_rotation()``: 3x3 orientation of the tip frame in the base frame.
+    """
+
+    def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload):
+        model = rd.load_urdf(urdf_xml, base=base, tip=tip, gravity=gravity)
+        if payload and not set(payload) <= {'mass', 'com', 'inertia'}:
+            raise ValueError(f'payload takes mass, com and inertia (at the tip), got {payload}')
+        #: the simulated arm as robot_dynamics models it, payload included
+        self.model = rd.with_payload(model, **payload) if payload else model
+        self.payload = dict(payload) if payload else None
+        self.joint_names = tuple(joint_names)
+        if sorted(self.joint_names) != sorted(model.joint_names):
+            raise ValueError(f'joint_names {list(self.joint_names)} must name each joint of the '
+                             f'chain {model.base} -> {model.tip} once: {list(model.joint_names)}')
+        #: index in model order of each joint of joint_names
+        self.order = np.array([model.joint_names.index(n) for n in self.joint_names])
+        self.dt = float(dt)
+        if not (np.isfinite(self.dt) and self.dt > 0.0):
+            raise ValueError(f'time step dt must be > 0, got {dt}')
+        damping = np.asarray(0.0 if damping is None else damping, dtype=float)
+        self.damping = self._joint_vector(damping * np.ones(model.nv) if damping.ndim == 0
+                                          else damping, 'damping')
+        if (self.damping < 0.0).any():
+            raise ValueError(f'damping must be >= 0, got {self.damping}')
+        self.q0 = self._joint_vector(q0, 'q0')
+        self.effort = np.zeros(model.nv)
+        self.steps = 0
+
+    @property
+    def time(self):
+        """Return the simulated time, s: steps taken times dt."""
+        return self.steps * self.dt
+
+    def step(self, tau, wrench=None, wrench_frame='base'):
+        """Advance one step dt with joint torques τ and a tip wrench (moment, force) held.
+
+        ``wrench_frame``: 'base' or 'tip', the axes of the wrench; it acts at the tip origin.
+        """
+        tau = self._joint_vector(tau, 'tau')
+        self._advance(tau, self._tip_wrench(wrench, wrench_frame))
+        self.effort = tau   # a torque-sensing arm reports the applied joint torques
+        self.steps += 1
+
+    def acceleration(self, tau, wrench=None, wrench_frame='base'):
+        """q̈ = M⁻¹ (τ − D q̇ + Jᵀ F − C q̇ − g) at the current state, without stepping."""
+        return self._acceleration(self._joint_vector(tau, 'tau'),
+                                  self._tip_wrench(wrench, wrench_frame))
+
+    def _joint_vector(self, x, name):
+        x = np.array(x, dtype=float)
+        if x.shape != (len(self.joint_names),) or not np.isfinite(x).all():
+            raise ValueError(f'{name} must be {len(self.joint_names)} finite numbers, one per '
+                             f'joint {list(self.joint_names)}, got {x.tolist()}')
+        return x
+
+    def _tip_wrench(self, wrench, frame):
+        """Return the wrench in base axes at the tip origin; None for no (or a zero) wrench."""
+        if frame not in WRENCH_FRAMES:
+            raise ValueError(f"wrench_frame must be 'base' or 'tip', got {frame!r}")
+        if wrench is None:
+            return None
+        F = np.array(wrench, dtype=float)
+        if F.shape != (6,) or not np.isfinite(F).all():
+            raise ValueError(f'wrench must be 6 finite numbers (moment, force), got {wrench}')
+        if not F.any():
+            return None
+        if self.model.tip is None:
+            raise ValueError('a tip wrench needs a tip link: this engine simulates a whole tree')
+        if frame == 'tip':
+            R = self._tip_rotation()
+            F = np.concatenate([R @ F[:3], R @ F[3:]])
+        return F

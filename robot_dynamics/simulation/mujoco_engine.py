@@ -1,0 +1,176 @@
+"""The MuJoCo engine: MuJoCo's RK4 on a stripped copy of the same URDF (an independent engine)."""
+import math
+import xml.etree.ElementTree as ET
+
+import numpy as np
+
+from .base import Engine
+
+COMPILER = {'fusestatic': 'false', 'discardvisual': 'true', 'inertiafromgeom': 'false'}
+MOVING = ('revolute', 'continuous', 'prismatic')
+JOINT_CHILDREN = ('axis', 'limit', 'mimic', 'dynamics', 'calibration', 'safety_controller')
+WRENCH_LINK = '{}__wrench'    # massless link at the tip origin: its COM is the tip origin
+PAYLOAD_LINK = '{}__payload'
+
+
+def import_mujoco():
+    """Import mujoco, or raise an ImportError that says how to install it."""
+    try:
+        import mujoco
+    except ImportError as error:
+        raise ImportError("simulation engine 'mujoco' needs the optional dependency mujoco: "
+                          "pip install mujoco (or robot_dynamics[mujoco])") from error
+    return mujoco
+
+
+class MujocoEngine(Engine):
+    """mj_step with opt.integrator RK4 at opt.timestep dt on ``mujoco_urdf``'s copy.
+
+    τ goes to qfrc_applied (by joint name); the wrench to xfrc_applied, a force and torque at a
+    body's COM in world axes, of a massless link fixed at the tip origin: its COM is the tip origin
+    at every RK4 stage, so the moment needs no r x f shift. Both are held over the step, as MuJoCo's
+    RK4 does. Viscous damping D is dof_damping; armature and friction loss are zero; constraints
+    (contacts, joint limits, equalities) are disabled, as the internal engine has none.
+    """
+
+    def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
+                 gravity=(0.0, 0.0, -9.81), payload=None):
+        super().__init__(urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload)
+        self.mj = mujoco = import_mujoco()
+        m = self.mj_model = mujoco.MjModel.from_xml_string(
+            mujoco_urdf(urdf_xml, self.model, self.payload))
+        m.opt.timestep = self.dt
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+        m.opt.gravity[:] = self.model.gravity
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        ids = [m.joint(name).id for name in self.joint_names]
+        assert m.nv == len(ids), f'MuJoCo copy has {m.nv} dofs, expected {len(ids)}'
+        self.iq, self.iv = m.jnt_qposadr[ids], m.jnt_dofadr[ids]
+        m.dof_armature[:] = m.dof_frictionloss[:] = m.dof_damping[:] = 0.0
+        m.dof_damping[self.iv] = self.damping
+        self.body = m.body(WRENCH_LINK.format(self.model.tip)).id if self.model.tip else -1
+        assert self.body < 0 or (m.body_mass[self.body] == 0 and not m.body_ipos[self.body].any())
+        d = self.mj_data = mujoco.MjData(m)
+        d.qpos[self.iq] = self.q0
+        mujoco.mj_forward(m, d)
+
+    @property
+    def q(self):
+        """Joint positions."""
+        return self.mj_data.qpos[self.iq]
+
+    @property
+    def v(self):
+        """Joint velocities."""
+        return self.mj_data.qvel[self.iv]
+
+    def _apply(self, tau, F):
+        d = self.mj_data
+        d.qfrc_applied[self.iv] = tau
+        d.xfrc_applied[:] = 0.0
+        if F is not None:   # xfrc_applied is (force, torque) at the body's COM, world axes
+            d.xfrc_applied[self.body, :3] = F[3:]
+            d.xfrc_applied[self.body, 3:] = F[:3]   # the COM is the tip origin: no r x f
+
+    def _advance(self, tau, F):
+        self._apply(tau, F)
+        self.mj.mj_step(self.mj_model, self.mj_data)
+
+    def _acceleration(self, tau, F):
+        self._apply(tau, F)
+        self.mj.mj_forward(self.mj_model, self.mj_data)
+        return self.mj_data.qacc[self.iv]
+
+    def _tip_rotation(self):
+        self.mj.mj_kinematics(self.mj_model, self.mj_data)
+        return self.mj_data.xmat[self.body].reshape(3, 3).copy()
+
+
+def mujoco_urdf(urdf_xml, model, payload=None):
+    """Return a copy of the URDF that MuJoCo loads as the arm ``model`` (a rd.Model of it).
+
+    Kept: the links below model.base (the base becomes MuJoCo's world) with their inertials, and
+    the model's joints. Joints below the base that are not the model's degrees of freedom become
+    fixed, placed where the model locked them (MuJoCo cannot lock a joint; a mimic joint would
+    become an equality constraint). Dropped: visuals, collisions, every other element. Added: the
+    MuJoCo compiler options, a massless link at the tip origin and the payload on the tip.
+    """
+    robot = ET.fromstring(urdf_xml)
+    below = _subtree(robot, model.base)
+    for element in list(robot):
+        if element.tag == 'link' and element.get('name') in below:
+            for child in element.findall('visual') + element.findall('collision'):
+                element.remove(child)
+        elif element.tag == 'joint' and element.find('parent').get('link') in below:
+            if element.get('type') in MOVING and element.get('name') not in model.joint_names:
+                _lock(element, model)
+        else:
+            robot.remove(element)
+    if model.tip is not None:
+        _add_fixed_link(robot, model.tip, WRENCH_LINK.format(model.tip))
+        if payload and payload.get('mass', 0.0) > 0.0:
+            _add_fixed_link(robot, model.tip, PAYLOAD_LINK.format(model.tip), **payload)
+    robot.insert(0, ET.Element('mujoco'))
+    ET.SubElement(robot[0], 'compiler', COMPILER)
+    return ET.tostring(robot, encoding='unicode')
+
+
+def _subtree(robot, base):
+    """Names of the links at and below ``base``."""
+    children = {}
+    for joint in robot.findall('joint'):
+        children.setdefault(joint.find('parent').get('link'), []).append(
+            joint.find('child').get('link'))
+    below, stack = {base}, [base]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            below.add(child)
+            stack.append(child)
+    return below
+
+
+def _lock(joint, model):
+    """Turn a joint into a fixed one at the child's pose in the model: X = X_parent⁻¹ X_child."""
+    def placement(link):
+        f = model.frame_index(link)
+        return model.frame_body[f], model.frame_placement[f]
+
+    (b_parent, X_parent), (b_child, X_child) = (placement(joint.find(tag).get('link'))
+                                                for tag in ('parent', 'child'))
+    assert b_parent == b_child, f"locked joint '{joint.get('name')}' between two bodies"
+    X = np.linalg.solve(X_parent, X_child)
+    for child in [c for c in joint if c.tag in JOINT_CHILDREN or c.tag == 'origin']:
+        joint.remove(child)
+    joint.set('type', 'fixed')
+    ET.SubElement(joint, 'origin', xyz=_numbers(X[:3, 3]), rpy=_numbers(matrix_rpy(X[:3, :3])))
+
+
+def matrix_rpy(R):
+    """URDF roll, pitch, yaw of R = Rz(yaw) Ry(pitch) Rx(roll)."""
+    cos_pitch = math.hypot(R[0, 0], R[1, 0])
+    pitch = math.atan2(-R[2, 0], cos_pitch)
+    if cos_pitch < 1e-12:   # pitch ±π/2: only roll ∓ yaw is defined; take yaw = 0
+        return math.atan2(-R[1, 2], R[1, 1]), pitch, 0.0
+    return math.atan2(R[2, 1], R[2, 2]), pitch, math.atan2(R[1, 0], R[0, 0])
+
+
+def _add_fixed_link(robot, parent, name, mass=0.0, com=(0.0, 0.0, 0.0), inertia=None):
+    """Fix a new link to ``parent`` at its origin; an inertial if mass > 0 (com, inertia at com)."""
+    if any(e.get('name') in (name, name + '_joint') for e in robot):
+        raise ValueError(f"the URDF already has a link or joint named '{name}'")
+    link = ET.SubElement(robot, 'link', name=name)
+    if mass > 0.0:
+        inertial = ET.SubElement(link, 'inertial')
+        ET.SubElement(inertial, 'origin', xyz=_numbers(com), rpy='0 0 0')
+        ET.SubElement(inertial, 'mass', value=repr(float(mass)))
+        tensor = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        axes = {'x': 0, 'y': 1, 'z': 2}
+        ET.SubElement(inertial, 'inertia', {f'i{a}{b}': repr(float(tensor[axes[a], axes[b]]))
+                                            for a, b in ('xx', 'xy', 'xz', 'yy', 'yz', 'zz')})
+    joint = ET.SubElement(robot, 'joint', name=name + '_joint', type='fixed')
+    ET.SubElement(joint, 'parent', link=parent)
+    ET.SubElement(joint, 'child', link=name)
+
+
+def _numbers(values):
+    return ' '.join(repr(float(x)) for x in values)

@@ -1,0 +1,192 @@
+"""Simulation engines (internal RK4, MuJoCo RK4) on the shipped arms, against each other and rd.*.
+
+The engines take their joints in reverse model order here, so every comparison with rd.* also
+checks the mapping by name. Run with -s for the per-step cost of each engine.
+"""
+import sys
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import robot_dynamics as rd
+from robot_dynamics.simulation import make_engine
+from robot_dynamics.simulation.mujoco_engine import matrix_rpy
+
+ARMS = {
+    'panda': ('panda_link0', 'panda_hand', [0.1, -0.6, 0.2, -2.0, 0.1, 1.6, 0.7]),
+    'ur5e': ('base_link', 'tool0', [0.3, -1.2, 1.4, -1.6, -1.5, 0.2]),
+}
+ENGINES = ('internal', 'mujoco')
+DT = 1e-3
+PAYLOAD = dict(mass=1.3, com=(0.02, -0.01, 0.06),
+               inertia=[[4e-3, 2e-4, -1e-4], [2e-4, 5e-3, 3e-4], [-1e-4, 3e-4, 3e-3]])
+
+
+def urdf(arm):
+    with open(rd.robot_urdf(arm)) as f:
+        return f.read()
+
+
+def arm_engine(arm, engine, base=None, tip=None, **kwargs):
+    """(engine, rd model without payload); the engine's joints are in reverse model order."""
+    base_, tip_, q0 = ARMS[arm]
+    model = rd.load_urdf(urdf(arm), base=base or base_, tip=tip or tip_)
+    q0 = np.clip(np.asarray(q0)[:model.nv], model.lower, model.upper)
+    sim = make_engine(engine, urdf(arm), model.base, model.tip, model.joint_names[::-1],
+                      np.asarray(q0)[::-1], DT, **kwargs)
+    return sim, model
+
+
+def energy(model, xml, q, v):
+    """½ q̇ᵀ M q̇ − Σ m gᵀ c over the URDF's links, c each link's COM placed by rd.frame_pose."""
+    potential = 0.0
+    for link in ET.fromstring(xml).findall('link'):
+        inertial = link.find('inertial')
+        if inertial is None or link.get('name') not in model.frame_names:
+            continue
+        origin = inertial.find('origin')
+        com = [float(x) for x in origin.get('xyz').split()] if origin is not None else [0, 0, 0]
+        T = rd.frame_pose(model, q, link.get('name'))
+        mass = float(inertial.find('mass').get('value'))
+        potential -= mass * model.gravity @ (T[:3, :3] @ com + T[:3, 3])
+    return 0.5 * v @ rd.mass_matrix(model, q) @ v + potential
+
+
+@pytest.mark.parametrize('arm', ARMS)
+def test_engines_agree_on_a_driven_trajectory(arm):
+    """τ = g(q) + a sinusoid, damping and a tip wrench (tip axes, then base axes): 0.5 s."""
+    damping = np.linspace(0.2, 1.0, len(ARMS[arm][2]))
+    sims = [arm_engine(arm, engine, damping=damping)[0] for engine in ENGINES]
+    model = sims[0].model
+    wrench = np.array([0.3, -0.2, 0.1, 4.0, -3.0, 5.0])
+    for k in range(500):
+        for sim in sims:
+            q = sim.q[::-1]
+            tau = rd.gravity(model, q)[::-1] + 2.0 * np.sin(8.0 * sim.time + np.arange(model.nv))
+            sim.step(tau, wrench, 'tip' if k < 250 else 'base')
+            np.testing.assert_array_equal(sim.effort, tau)
+    internal, mujoco = sims
+    assert internal.time == mujoco.time == pytest.approx(0.5)
+    assert np.abs(internal.q - np.asarray(ARMS[arm][2])[::-1]).max() > 0.05  # it did move
+    np.testing.assert_allclose(mujoco.q, internal.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(mujoco.v, internal.v, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('arm', ARMS)
+def test_gravity_compensation_holds_the_arm(arm, engine):
+    sim, model = arm_engine(arm, engine)
+    q0 = sim.q
+    for _ in range(1000):
+        sim.step(rd.gravity(model, sim.q[::-1])[::-1])
+    assert sim.time == pytest.approx(1.0)
+    assert np.abs(sim.q - q0).max() < 1e-9
+    assert np.abs(sim.v).max() < 1e-8
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('arm', ARMS)
+@pytest.mark.parametrize('frame, reference', [('base', rd.LOCAL_WORLD_ALIGNED), ('tip', rd.LOCAL)])
+@pytest.mark.parametrize('wrench', [(0, 0, 0, 3.0, -5.0, 8.0), (0.7, 0.4, -0.9, 0, 0, 0)],
+                         ids=['force', 'moment'])
+def test_tip_wrench_accelerates_a_held_arm_by_inverse_mass_times_jt_f(
+        arm, engine, frame, reference, wrench):
+    """At rest with τ = g: q̈ = M⁻¹ Jᵀ F, J of the tip in the wrench's axes (rd.* reference)."""
+    sim, model = arm_engine(arm, engine)
+    q = sim.q[::-1]
+    tau = rd.gravity(model, q)[::-1]
+    J = rd.frame_jacobian(model, q, model.tip, reference)
+    expected = np.linalg.solve(rd.mass_matrix(model, q), J.T @ wrench)[::-1]
+    np.testing.assert_allclose(sim.acceleration(tau, wrench, frame), expected,
+                               rtol=0, atol=1e-9 * np.abs(expected).max())
+    sim.step(tau, wrench, frame)   # the first step from rest: q̇(dt) = q̈ dt + O(dt³)
+    np.testing.assert_allclose(sim.v / DT, expected, rtol=0, atol=2e-4 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('arm', ARMS)
+def test_payload_changes_the_dynamics_as_with_payload_predicts(arm, engine):
+    sim, model = arm_engine(arm, engine, payload=PAYLOAD)
+    loaded = rd.with_payload(model, **PAYLOAD)
+    q, zero = sim.q[::-1], np.zeros(model.nv)
+    g, g_loaded = rd.gravity(model, q), rd.gravity(loaded, q)
+    assert np.abs(g_loaded - g).max() > 1.0            # the payload weighs on the joints
+    np.testing.assert_allclose(sim.acceleration(g_loaded[::-1]), zero, atol=1e-10)
+    np.testing.assert_allclose(sim.acceleration(g[::-1])[::-1],
+                               np.linalg.solve(rd.mass_matrix(loaded, q), g - g_loaded),
+                               rtol=1e-9, atol=1e-12)
+    tau = np.random.default_rng(1).normal(0.0, 3.0, model.nv)
+    for _ in range(100):                               # get moving: Coriolis terms too
+        sim.step(g_loaded[::-1] + tau)
+    q, v = sim.q[::-1], sim.v[::-1]
+    np.testing.assert_allclose(sim.acceleration(tau)[::-1],
+                               rd.forward_dynamics(loaded, q, v, tau[::-1]), rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('arm', ARMS)
+def test_energy_is_conserved_without_torque_or_damping(arm, engine):
+    sim, model = arm_engine(arm, engine)
+    xml, energies, kinetic = urdf(arm), [], []
+    for k in range(1001):
+        if k % 20 == 0:
+            q, v = sim.q[::-1], sim.v[::-1]
+            energies.append(energy(model, xml, q, v))
+            kinetic.append(0.5 * v @ rd.mass_matrix(model, q) @ v)
+        sim.step(np.zeros(model.nv))
+    assert max(kinetic) > 1.0                          # the arm fell a long way
+    assert np.ptp(energies) < 1e-6 * max(kinetic)
+
+
+@pytest.mark.parametrize('engine', ENGINES)
+@pytest.mark.parametrize('arm, base, tip', [('panda', 'panda_link1', 'panda_link3'),
+                                            ('ur5e', 'upper_arm_link', 'tool0')])
+def test_sub_chain_with_a_base_below_the_root(arm, base, tip, engine):
+    """Make the base MuJoCo's world; the panda's joint 4 is locked at its limit -0.0698, not 0."""
+    sim, model = arm_engine(arm, engine, base=base, tip=tip, payload=PAYLOAD)
+    loaded = rd.with_payload(model, **PAYLOAD)
+    tau = np.random.default_rng(2).normal(0.0, 2.0, model.nv)
+    for _ in range(100):
+        sim.step(tau)
+    q, v = sim.q[::-1], sim.v[::-1]
+    np.testing.assert_allclose(sim.acceleration(tau)[::-1],
+                               rd.forward_dynamics(loaded, q, v, tau[::-1]), rtol=1e-9, atol=1e-9)
+
+
+def test_arguments_are_checked():
+    xml, (base, tip, q0) = urdf('ur5e'), ARMS['ur5e']
+    names = rd.load_urdf(xml, base=base, tip=tip).joint_names
+    with pytest.raises(ValueError, match='unknown simulation engine'):
+        make_engine('bullet', xml, base, tip, names, q0, DT)
+    with pytest.raises(ValueError, match='each joint of the chain'):
+        make_engine('internal', xml, base, tip, names[:-1], q0[:-1], DT)
+    with pytest.raises(ValueError, match='dt must be > 0'):
+        make_engine('internal', xml, base, tip, names, q0, 0.0)
+    with pytest.raises(ValueError, match='damping must be 6 finite'):
+        make_engine('internal', xml, base, tip, names, q0, DT, damping=[1.0, 2.0])
+    sim = make_engine('mujoco', xml, base, tip, names, q0, DT, damping=0.5)
+    with pytest.raises(ValueError, match='tau must be 6 finite'):
+        sim.step(np.full(6, np.nan))
+    with pytest.raises(ValueError, match="wrench_frame must be 'base' or 'tip'"):
+        sim.step(np.zeros(6), np.ones(6), 'world')
+    with pytest.raises(ValueError, match='wrench must be 6 finite'):
+        sim.step(np.zeros(6), np.ones(3))
+    assert sim.time == 0.0
+
+
+def test_missing_mujoco_is_a_clear_error(monkeypatch):
+    monkeypatch.setitem(sys.modules, 'mujoco', None)    # import mujoco now raises ImportError
+    base, tip, q0 = ARMS['ur5e']
+    xml = urdf('ur5e')
+    names = rd.load_urdf(xml, base=base, tip=tip).joint_names
+    with pytest.raises(ImportError, match='pip install mujoco'):
+        make_engine('mujoco', xml, base, tip, names, q0, DT)
+
+
+@pytest.mark.parametrize('pitch', [0.3, np.pi / 2, -np.pi / 2])
+def test_matrix_rpy_inverts_urdf_rpy(pitch):
+    """The locked joints' origins go through it; pitch ±π/2 is the gimbal lock."""
+    from robot_dynamics.core.spatial import rpy_matrix
+    R = rpy_matrix((0.4, pitch, -1.1))
+    np.testing.assert_allclose(rpy_matrix(matrix_rpy(R)), R, atol=1e-12)
