@@ -1,0 +1,44 @@
+"""Install the robot_dynamics ament_python package (colcon build or pip install)."""
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = 'robot_dynamics'
+
+
+def share(subdir, *patterns):
+    """Return the data_files entry installing files matching `patterns` to share/<pkg>/subdir."""
+    files = sorted(f for pattern in patterns for f in glob(pattern))
+    return (f'share/{package_name}/{subdir}', files)
+
+
+setup(
+    name=package_name,
+    version='0.1.0',
+    packages=find_packages(exclude=['test', 'test.*']),
+    package_data={package_name: ['robots/*.urdf']},
+    data_files=[
+        ('share/ament_index/resource_index/packages', [f'resource/{package_name}']),
+        (f'share/{package_name}', ['package.xml']),
+        share('launch', 'launch/*.launch.py'),
+        share('config', 'config/*.yaml', 'config/*.xml'),
+        share('urdf', f'{package_name}/robots/*.urdf'),
+    ],
+    install_requires=['setuptools', 'numpy', 'scipy', 'numba', 'PyYAML'],
+    extras_require={
+        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'mujoco', 'matplotlib'],
+        'mujoco': ['mujoco'],
+    },
+    zip_safe=False,
+    maintainer='robot_dynamics maintainers',
+    maintainer_email='maintainer@example.com',
+    description='Rigid-body dynamics and model-based control of robot arms from URDF.',
+    license='Apache-2.0',
+    entry_points={
+        'console_scripts': [
+            'dynamics_controller = robot_dynamics.nodes.dynamics_controller:main',
+            'wrench_estimator = robot_dynamics.nodes.wrench_estimator:main',
+            'arm_simulator = robot_dynamics.nodes.arm_simulator:main',
+        ],
+    },
+)

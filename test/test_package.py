@@ -1,0 +1,148 @@
+"""Packaging checks: package.xml, setup.py entry points, and the declared dependencies.
+
+package.xml must declare what the code imports (a ROS user installs dependencies with rosdep
+from it), and the numerical core must stay free of ROS.
+"""
+import ast
+import pathlib
+import subprocess
+import sys
+
+from catkin_pkg.package import parse_package
+import pytest
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+PACKAGE = REPO / 'robot_dynamics'
+
+# Import name -> rosdep key, where they differ (ROS packages are imported by their key).
+ROSDEP_KEY = {
+    'numpy': 'python3-numpy',
+    'scipy': 'python3-scipy',
+    'numba': 'python3-numba',
+    'yaml': 'python3-yaml',
+    'matplotlib': 'python3-matplotlib',
+    'pytest': 'python3-pytest',
+    'hypothesis': 'python3-hypothesis',
+    'catkin_pkg': 'python3-catkin-pkg',
+}
+# Import name -> pip distribution name in setup.py extras_require, where they differ.
+PIP_NAME = {'pinocchio': 'pin'}
+
+
+def setup_keyword(name):
+    """Return the literal value of keyword `name` in the setup() call of setup.py."""
+    tree = ast.parse((REPO / 'setup.py').read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, 'id', None) == 'setup':
+            for keyword in node.keywords:
+                if keyword.arg == name:
+                    return ast.literal_eval(keyword.value)
+    raise KeyError(name)
+
+
+def top_level_imports(path):
+    """Return the top-level module names imported (absolutely) by the file at `path`."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name.split('.')[0] for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.add(node.module.split('.')[0])
+    return names
+
+
+def third_party_imports(paths, local=()):
+    """Map each third-party module imported by `paths` to the files importing it."""
+    found = {}
+    for path in paths:
+        for name in top_level_imports(path):
+            if name in sys.stdlib_module_names or name == 'robot_dynamics' or name in local:
+                continue
+            found.setdefault(name, []).append(path.relative_to(REPO).as_posix())
+    return found
+
+
+@pytest.fixture(scope='module')
+def manifest():
+    return parse_package(REPO / 'package.xml')
+
+
+def names(dependencies):
+    return {d.name for d in dependencies}
+
+
+def undeclared(imports, rosdep_keys, pip_names):
+    return {name: files for name, files in imports.items()
+            if ROSDEP_KEY.get(name, name) not in rosdep_keys
+            and PIP_NAME.get(name, name) not in pip_names}
+
+
+def test_manifest_is_valid_format_3_ament_python(manifest):
+    manifest.validate()  # raises InvalidPackage with the reason
+    assert manifest.package_format == 3
+    assert manifest.name == 'robot_dynamics'
+    assert manifest.version == setup_keyword('version') == '0.1.0'
+    assert [str(license) for license in manifest.licenses] == ['Apache-2.0']
+    assert setup_keyword('license') == 'Apache-2.0'
+    assert manifest.get_build_type() == 'ament_python'
+
+
+def test_manifest_declares_the_ros_interfaces(manifest):
+    required = {'rclpy', 'sensor_msgs', 'geometry_msgs', 'std_msgs', 'std_srvs',
+                'trajectory_msgs', 'diagnostic_msgs', 'ament_index_python',
+                'python3-numpy', 'python3-scipy', 'python3-numba'}
+    assert required <= names(manifest.exec_depends)
+    assert 'python3-pytest' in names(manifest.test_depends)
+
+
+def test_package_imports_are_declared(manifest):
+    sources = sorted(PACKAGE.rglob('*.py')) + sorted(REPO.glob('launch/*.py'))
+    assert sources, 'no sources found'
+    extras = {dist for dists in setup_keyword('extras_require').values() for dist in dists}
+    missing = undeclared(third_party_imports(sources), names(manifest.exec_depends), extras)
+    assert not missing, f'imports without an exec_depend in package.xml: {missing}'
+
+
+def test_test_imports_are_declared(manifest):
+    tests = sorted((REPO / 'test').rglob('*.py'))
+    local = {path.stem for path in tests} | {'test'}
+    keys = names(manifest.exec_depends) | names(manifest.test_depends)
+    missing = undeclared(third_party_imports(tests, local), keys,
+                         set(setup_keyword('extras_require')['test']))
+    assert not missing, f'test imports without a test dependency: {missing}'
+
+
+def test_every_source_folder_is_an_installed_package():
+    folders = {path.parent for path in PACKAGE.rglob('*.py')}
+    missing = sorted(str(f.relative_to(REPO)) for f in folders if not (f / '__init__.py').exists())
+    assert not missing, f'find_packages() skips folders without __init__.py: {missing}'
+
+
+def test_console_scripts_point_at_node_mains():
+    scripts = dict(entry.replace(' ', '').split('=')
+                   for entry in setup_keyword('entry_points')['console_scripts'])
+    assert set(scripts) == {'dynamics_controller', 'wrench_estimator', 'arm_simulator'}
+    for name, target in scripts.items():
+        module, function = target.split(':')
+        path = REPO.joinpath(*module.split('.')).with_suffix('.py')
+        assert path.is_file(), f'{name}: {path} does not exist'
+        functions = {node.name for node in ast.parse(path.read_text()).body
+                     if isinstance(node, ast.FunctionDef)}
+        assert function in functions, f'{name}: {module} defines no {function}()'
+
+
+def is_ros(module):
+    return (module in {'rclpy', 'launch', 'launch_ros', 'ament_index_python', 'rosidl_runtime_py'}
+            or module.endswith(('_msgs', '_srvs', '_interfaces')))
+
+
+def test_core_does_not_import_ros():
+    imports = third_party_imports(sorted((PACKAGE / 'core').rglob('*.py')))
+    assert not {name: files for name, files in imports.items() if is_ros(name)}
+
+
+def test_importing_the_package_loads_no_ros():
+    code = 'import sys, robot_dynamics; print(*{m.split(".")[0] for m in sys.modules})'
+    loaded = subprocess.run([sys.executable, '-c', code], cwd=REPO, check=True,
+                            capture_output=True, text=True).stdout.split()
+    assert not [module for module in loaded if is_ros(module)]
