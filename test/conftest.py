@@ -1,4 +1,9 @@
-"""Generic pytest configuration: marker registration only."""
+"""Generic pytest configuration: marker registration, single-threaded BLAS."""
+import os
+
+# Multi-threaded OpenBLAS is hundreds of times slower on the small matrices of arm dynamics on
+# a 2-core machine; set before numpy is imported by any test module (children inherit it).
+os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 
 
 def pytest_configure(config):
