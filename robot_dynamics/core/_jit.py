@@ -1,36 +1,78 @@
-"""The one numba decorator every kernel uses, with a cache that works on read-only installs.
+"""The numba decorators of every kernel, and a compile cache that never serves stale code.
 
-``NUMBA_DISABLE_JIT=1`` runs the same kernels as plain Python (slow, but the code path is identical).
+``jit`` compiles a kernel lazily, in nopython mode, releasing the GIL. ``parallel(kernel)``
+compiles the same source again with ``parallel=True``, so that its ``numba.prange`` loops run on
+several threads (``prange`` is ``range`` everywhere else). ``NUMBA_DISABLE_JIT=1`` makes both
+return the plain Python function: the same code runs as Python.
+
+The compiled code is cached on disk. Numba stamps a cached kernel with its own source file only,
+so an edit in a helper it calls from another module would be served stale; here each kernel is
+stamped with a digest of every kernel source instead (SOURCES). The cache sits in
+``__pycache__`` beside the sources when that is writable, else in the user's cache directory
+(``$XDG_CACHE_HOME/numba``, default ``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both. With
+no writable place the kernels are compiled on every start instead.
 """
-import os
+import hashlib
 import pathlib
+import types
+import warnings
 
 import numba
+from numba.core import caching, dispatcher
+
+_CORE = pathlib.Path(__file__).resolve().parent
+SOURCES = sorted([_CORE / '_jit.py', _CORE / 'model.py', _CORE / 'spatial.py',
+                  _CORE / 'arguments.py', *(_CORE / 'algorithms').glob('*.py')])
+STAMP = hashlib.sha256(b''.join(path.read_bytes() for path in SOURCES)).hexdigest()
 
 
-def _writable(path):
-    try:
-        probe = pathlib.Path(path) / '.write_probe'
-        probe.touch()
-        probe.unlink()
-        return True
-    except OSError:
-        return False
+class _Stamped:
+    def get_source_stamp(self):
+        return STAMP
 
 
-def _configure_cache():
-    """Keep numba's cache beside the sources when writable, else in the user's cache directory."""
-    if os.environ.get('NUMBA_CACHE_DIR'):
-        return
-    package_dir = pathlib.Path(__file__).resolve().parent
-    if _writable(package_dir):
-        return
-    base = pathlib.Path(os.environ.get('XDG_CACHE_HOME', pathlib.Path.home() / '.cache'))
-    cache_dir = base / 'robot_dynamics' / 'numba'
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    numba.config.CACHE_DIR = str(cache_dir)
+class _UserProvided(_Stamped, caching.UserProvidedCacheLocator):
+    pass
 
 
-_configure_cache()
+class _InTree(_Stamped, caching.InTreeCacheLocator):
+    pass
 
-jit = numba.njit(cache=True, nogil=True)
+
+class _UserWide(_Stamped, caching.UserWideCacheLocator):
+    pass
+
+
+class _CacheImpl(caching.CompileResultCacheImpl):
+    _locator_classes = [_UserProvided, _InTree, _UserWide]
+
+
+class _Cache(caching.FunctionCache):
+    _impl_class = _CacheImpl
+
+
+def _compile(function, **options):
+    kernel = numba.njit(function, nogil=True, fastmath={'contract'}, **options)
+    if isinstance(kernel, dispatcher.Dispatcher):  # not under NUMBA_DISABLE_JIT
+        try:
+            kernel._cache = _Cache(function)   # what Dispatcher.enable_caching() does
+        except RuntimeError as error:          # no writable cache directory at all
+            warnings.warn(f'robot_dynamics: numba kernels are not cached ({error})',
+                          stacklevel=3)
+    return kernel
+
+
+def jit(function):
+    """Compile ``function`` with numba (lazily, nogil, cached)."""
+    return _compile(function)
+
+
+def parallel(kernel):
+    """The same source as ``kernel``, compiled with ``parallel=True`` (its own cache entry)."""
+    function = getattr(kernel, 'py_func', kernel)
+    twin = types.FunctionType(function.__code__, function.__globals__,
+                              function.__name__ + '_parallel', function.__defaults__,
+                              function.__closure__)
+    twin.__qualname__ = function.__qualname__ + '_parallel'
+    twin.__doc__ = function.__doc__
+    return _compile(twin, parallel=True)

@@ -2,28 +2,44 @@
 
 Bodies are numbered so that ``parent[i] < i`` (``-1`` is the fixed base). Body ``i`` moves with one
 joint, revolute or prismatic, whose frame is the body frame: at configuration ``q_i`` the body frame
-sits at ``X_tree[i] @ exp([A_i] q_i)`` in its parent's frame, with ``A_i = (axis, 0)`` for a revolute
-and ``(0, axis)`` for a prismatic joint (L&P eq. 8.43 with the screw axis expressed in frame ``i``).
+sits at ``X_tree[i] @ exp([A_i] q_i)`` in its parent's frame, with ``A_i = (axis, 0)`` for a
+revolute and ``(0, axis)`` for a prismatic joint (L&P eq. 8.43, the screw axis expressed in
+frame ``i``).
 """
 import dataclasses
+import threading
 
 import numpy as np
 
-from .spatial import transformed_inertia, standard_parameters
+from .spatial import homogeneous, standard_parameters, transformed_inertia
 
 REVOLUTE, PRISMATIC = 0, 1
 
-# Column layout of the kernel body table and of the workspace (one row per body).
-BODY_AXIS, BODY_ROT, BODY_POS, BODY_INERTIA, BODY_WIDTH = 0, 3, 12, 15, 25
-WS_R, WS_P = 0, 9             # world pose of the body frame (rotation row-major, origin)
-WS_RREL, WS_PREL = 12, 21     # pose of the body frame in its parent's frame at q
-WS_S = 24                     # joint screw in world coordinates
-WS_V, WS_VD, WS_F = 30, 36, 42  # body twist, acceleration and wrench in body frame (RNEA)
-WS_IC = 48                    # composite inertia of the subtree in world coordinates
-WS_VW, WS_SD = 58, 64         # world twist of the body and time derivative of its world screw
-WS_BC = 70                    # composite Coriolis term B of the subtree, 6x6 (coriolis_matrix)
-WS_TMP = 106                  # scratch
-WS_WIDTH = 130
+# Columns of the model table the kernels read, one row per body (Model.table; like Model.frames
+# a private copy that nothing writes, left writable for numba's fast argument path). The kernels'
+# body frame is the model's turned by a constant R_a so that the joint axis is its z axis: joints
+# are Rz or Pz, as in Featherstone's spatial_v2, which makes exp([A_i] q_i) a plane rotation.
+BODY_PARENT, BODY_TYPE = 0, 1  # parent body (-1: the base) and joint type, as floats
+BODY_ROT, BODY_POS = 2, 11     # X_tree: kernel body frame at q = 0 in the parent's (R row-major, p)
+BODY_INERTIA = 14              # standard parameters (spatial.py) about the origin, kernel axes
+BODY_GRAVITY = 24              # model.gravity, the same on every row
+BODY_AXES = 27                 # R_a: the kernel frame's axes in the model's body frame
+BODY_WIDTH = 36
+# Columns of the frame table (Model.frames), one row per named frame.
+FRAME_BODY, FRAME_ROT, FRAME_POS, FRAME_WIDTH = 0, 1, 10, 13  # placement in the kernel body frame
+
+# Columns of the workspace (Data.ws), one row per body; which kernel fills which is noted.
+WS_R, WS_P = 0, 9              # forward_kinematics: body pose in the base frame
+WS_S = 12                      # forward_kinematics: joint screw S_i in base coordinates (6)
+WS_RREL, WS_PREL = 18, 27      # forward_pass: body pose in the parent's frame at q
+WS_V, WS_A = 30, 36            # forward_pass: body twist and acceleration, body frame (6 each)
+WS_F = 42                      # rnea: body wrench, body frame (6)
+WS_IC = 48                     # composite_inertias: subtree inertia in base coordinates (10)
+#                                gravity_state: the subtree's first moment and mass there (4)
+WS_VW, WS_SD = 58, 64          # coriolis: base-coordinate twist and screw derivative (6 each)
+WS_BC = 70                     # coriolis: composite Coriolis term B of the subtree (6x6)
+WS_Y = 106                     # task_space: row i of Y = L^-1 J^T (6)
+WS_M = 112                     # forward_dynamics, task_space: M and its Cholesky factor (nb)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -54,17 +70,9 @@ class Model:
                 value = np.array(value, dtype=int if value.dtype.kind in 'iu' else float)
                 value.flags.writeable = False
                 object.__setattr__(self, field.name, value)
-        topology = np.stack([self.parent, self.joint_type], axis=1).astype(np.int64)
-        body = np.empty((self.nb, BODY_WIDTH))
-        body[:, BODY_AXIS:BODY_AXIS + 3] = self.joint_axis
-        body[:, BODY_ROT:BODY_ROT + 9] = self.joint_placement[:, :3, :3].reshape(self.nb, 9)
-        body[:, BODY_POS:BODY_POS + 3] = self.joint_placement[:, :3, 3]
-        body[:, BODY_INERTIA:BODY_WIDTH] = self.inertia
-        frame_table = np.concatenate([self.frame_placement[:, :3, :3].reshape(-1, 9),
-                                      self.frame_placement[:, :3, 3]], axis=1)
-        object.__setattr__(self, 'frame_table', frame_table)
-        object.__setattr__(self, 'topology', topology)
-        object.__setattr__(self, 'body', body)
+        object.__setattr__(self, 'table', _body_table(self))
+        object.__setattr__(self, 'frames', _frame_table(self))
+        object.__setattr__(self, 'workspaces', _Workspaces(self.nb))
         object.__setattr__(self, '_frame_index', {n: i for i, n in enumerate(self.frame_names)})
 
     @property
@@ -81,8 +89,8 @@ class Model:
         """Index of a named frame, with the known names in the error."""
         try:
             return self._frame_index[frame]
-        except KeyError:
-            raise KeyError(f"unknown frame '{frame}'; known frames: "
+        except (KeyError, TypeError):
+            raise KeyError(f"unknown frame {frame!r}; known frames: "
                            f"{', '.join(self.frame_names)}") from None
 
     def replace(self, **changes):
@@ -90,13 +98,85 @@ class Model:
         return dataclasses.replace(self, **changes)
 
 
+def joint_axes(axis):
+    """R_a, a rotation whose z column is the unit ``axis`` (the identity for z itself)."""
+    a = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    if np.allclose(a, [0.0, 0.0, 1.0], rtol=0.0, atol=1e-15):
+        return np.eye(3)
+    x = np.cross([1.0, 0.0, 0.0] if abs(a[0]) < 0.9 else [0.0, 1.0, 0.0], a)
+    x /= np.linalg.norm(x)
+    return np.column_stack([x, np.cross(a, x), a])
+
+
+def _body_table(model):
+    """The constants of every body, one row each, in the columns BODY_* (what kernels read)."""
+    nb = model.nb
+    R_a = np.array([joint_axes(axis) for axis in model.joint_axis]).reshape(nb, 3, 3)
+    R_parent = np.array([R_a[j] if j >= 0 else np.eye(3) for j in model.parent]).reshape(nb, 3, 3)
+    R_tree, p_tree = model.joint_placement[:, :3, :3], model.joint_placement[:, :3, 3]
+    table = np.zeros((nb, BODY_WIDTH))
+    table[:, BODY_PARENT] = model.parent
+    table[:, BODY_TYPE] = model.joint_type
+    table[:, BODY_ROT:BODY_ROT + 9] = (R_parent.transpose(0, 2, 1) @ R_tree @ R_a).reshape(nb, 9)
+    table[:, BODY_POS:BODY_POS + 3] = np.einsum('nji,nj->ni', R_parent, p_tree)
+    for i in range(nb):
+        table[i, BODY_INERTIA:BODY_INERTIA + 10] = transformed_inertia(
+            model.inertia[i], homogeneous(R_a[i].T, np.zeros(3)))
+    table[:, BODY_GRAVITY:BODY_GRAVITY + 3] = model.gravity
+    table[:, BODY_AXES:BODY_AXES + 9] = R_a.reshape(nb, 9)
+    return table   # writable: numba types a read-only array on a slow path (~0.1 µs a call)
+
+
+def _frame_table(model):
+    """Body and placement (R row-major, p) of every named frame, in the columns FRAME_*."""
+    R_a = [joint_axes(model.joint_axis[b]) if b >= 0 else np.eye(3) for b in model.frame_body]
+    T = model.frame_placement
+    frames = np.zeros((len(model.frame_names), FRAME_WIDTH))
+    frames[:, FRAME_BODY] = model.frame_body
+    frames[:, FRAME_ROT:FRAME_ROT + 9] = [(R.T @ T_f[:3, :3]).ravel() for R, T_f in zip(R_a, T)]
+    frames[:, FRAME_POS:FRAME_POS + 3] = [R.T @ T_f[:3, 3] for R, T_f in zip(R_a, T)]
+    return frames
+
+
 class Data:
-    """Workspace of one model: pass it to the algorithms to avoid allocating on every call."""
+    """Scratch space of the algorithms for one model (Pinocchio's Data, MuJoCo's mjData).
+
+    Pass it as ``data=`` to choose the workspace yourself; without it every thread reuses its own
+    workspace of the model (``model.workspaces.ws``, made on the thread's first call), so that
+    no call allocates scratch space. The columns of ``ws`` are the WS_* above.
+    """
 
     def __init__(self, model):
-        self.ws = np.zeros((model.nb, WS_WIDTH))
-        self.M = np.zeros((model.nv, model.nv))
-        self.J = np.zeros((6, model.nv))
+        self.ws = workspace_array(model.nb)
+
+
+def workspace_array(nb):
+    """The (nb, WS_M + nb) scratch array of a model with nb bodies."""
+    return np.zeros((nb, WS_M + nb))
+
+
+class _Workspaces(threading.local):
+    """Per-thread workspace ``ws`` of a model, made in each thread on first use.
+
+    threading.local calls __init__ once per thread; copies and pickles start afresh.
+    """
+
+    def __init__(self, nb):
+        self.nb, self.ws = nb, workspace_array(nb)
+
+    def __reduce__(self):
+        return _Workspaces, (self.nb,)
+
+
+def _numbers(value, shape, message):
+    """value as a finite float array of the given shape, else ValueError(message)."""
+    try:
+        array = np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f'{message}, got {value!r}') from None
+    if array.shape != shape or not np.all(np.isfinite(array)):
+        raise ValueError(f'{message}, got {value!r}')
+    return array
 
 
 def with_payload(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame=None):
@@ -108,13 +188,12 @@ def with_payload(model, mass, com=(0.0, 0.0, 0.0), inertia=None, frame=None):
     frame = model.tip if frame is None else frame
     if frame is None:
         raise ValueError('with_payload needs a frame: the model has no tip')
-    mass = float(mass)
-    com = np.asarray(com, dtype=float).reshape(3)
-    inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
-    if not (np.isfinite(mass) and mass >= 0.0):
-        raise ValueError(f'payload mass must be finite and >= 0, got {mass}')
-    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)) or not np.all(np.isfinite(com)):
-        raise ValueError('payload com must be 3 finite numbers and inertia a finite 3x3 matrix')
+    mass = _numbers(mass, (), 'payload mass must be a finite number')
+    com = _numbers(com, (3,), 'payload com must be 3 finite numbers')
+    inertia = _numbers(np.zeros((3, 3)) if inertia is None else inertia, (3, 3),
+                       'payload inertia must be a finite 3x3 matrix')
+    if mass < 0.0:
+        raise ValueError(f'payload mass must be >= 0, got {mass}')
     if not np.allclose(inertia, inertia.T) or np.linalg.eigvalsh(inertia).min() < -1e-12:
         raise ValueError('payload inertia must be symmetric positive semi-definite')
     f = model.frame_index(frame)

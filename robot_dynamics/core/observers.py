@@ -44,11 +44,11 @@ class MomentumObserver:
 
     @property
     def model(self):
+        """The dynamics model; assigning one re-anchors the momentum at the next update."""
         return self._model
 
     @model.setter
     def model(self, model):
-        """A new model (e.g. with a payload): the momentum is re-anchored at the next update."""
         if model.nv != self._model.nv:
             raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
         self._model, self._data, self._anchor = model, Data(model), None

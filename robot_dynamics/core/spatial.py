@@ -1,22 +1,126 @@
-"""Rigid-body vocabulary of so(3)/se(3), angular-first (Lynch & Park ch. 3 and 8).
+"""Rigid-body vocabulary of so(3)/se(3), angular first (Lynch & Park ch. 3 and 8), for the kernels.
 
-Kernels here are allocation-free and work on flat arrays: a rotation is a 9-vector (row-major),
-a spatial vector a 6-vector ``(angular, linear)``, and a rigid-body inertia a 10-vector of
-standard parameters about the body origin, in body axes::
+Kernels pass small quantities as tuples of floats, which numba keeps in registers: a 3-vector is
+a 3-tuple, a rotation a row-major 9-tuple, a spatial vector two 3-tuples (angular, linear), and a
+rigid-body inertia the 10-tuple of standard parameters about the body origin, in body axes::
 
     (m, m cx, m cy, m cz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz)
 
 so that the 6x6 spatial inertia is ``G = [[I, [h]], [[h]^T, m 1]]`` with ``h = m c`` (L&P eq. 8.32,
-about a point other than the centre of mass).
+about a point other than the centre of mass). Arrays hold these in rows: ``load3(a, i, c)`` reads
+``a[i, c:c + 3]``, ``store(a, i, c, x)`` writes it back and ``accumulate`` adds it.
 """
 import numpy as np
 
 from ._jit import jit
 
+ZERO = (0.0, 0.0, 0.0)
+
+
+# ---- rows of arrays <-> tuples ----
+
+@jit
+def load3(a, i, c):
+    """a[i, c:c + 3] as a tuple."""
+    return (a[i, c], a[i, c + 1], a[i, c + 2])
+
+
+@jit
+def load4(a, i, c):
+    """a[i, c:c + 4] as a tuple."""
+    return (a[i, c], a[i, c + 1], a[i, c + 2], a[i, c + 3])
+
+
+@jit
+def load9(a, i, c):
+    """a[i, c:c + 9] as a tuple."""
+    return (a[i, c], a[i, c + 1], a[i, c + 2], a[i, c + 3], a[i, c + 4], a[i, c + 5],
+            a[i, c + 6], a[i, c + 7], a[i, c + 8])
+
+
+@jit
+def load10(a, i, c):
+    """a[i, c:c + 10] as a tuple."""
+    return (a[i, c], a[i, c + 1], a[i, c + 2], a[i, c + 3], a[i, c + 4], a[i, c + 5],
+            a[i, c + 6], a[i, c + 7], a[i, c + 8], a[i, c + 9])
+
+
+@jit
+def store(a, i, c, x):
+    """a[i, c:c + len(x)] = x."""
+    for k in range(len(x)):
+        a[i, c + k] = x[k]
+
+
+@jit
+def accumulate(a, i, c, x):
+    """a[i, c:c + len(x)] += x."""
+    for k in range(len(x)):
+        a[i, c + k] += x[k]
+
+
+# ---- 3-vectors and rotations ----
+
+@jit
+def add(x, y):
+    """x + y."""
+    return (x[0] + y[0], x[1] + y[1], x[2] + y[2])
+
+
+@jit
+def sub(x, y):
+    """x - y."""
+    return (x[0] - y[0], x[1] - y[1], x[2] - y[2])
+
+
+@jit
+def scale(x, s):
+    """s x."""
+    return (s * x[0], s * x[1], s * x[2])
+
+
+@jit
+def dot(x, y):
+    """x . y."""
+    return x[0] * y[0] + x[1] * y[1] + x[2] * y[2]
+
+
+@jit
+def cross(x, y):
+    """x × y = [x] y."""
+    return (x[1] * y[2] - x[2] * y[1], x[2] * y[0] - x[0] * y[2], x[0] * y[1] - x[1] * y[0])
+
+
+@jit
+def rotate(R, x):
+    """R x."""
+    return (R[0] * x[0] + R[1] * x[1] + R[2] * x[2],
+            R[3] * x[0] + R[4] * x[1] + R[5] * x[2],
+            R[6] * x[0] + R[7] * x[1] + R[8] * x[2])
+
+
+@jit
+def rotate_transpose(R, x):
+    """R^T x."""
+    return (R[0] * x[0] + R[3] * x[1] + R[6] * x[2],
+            R[1] * x[0] + R[4] * x[1] + R[7] * x[2],
+            R[2] * x[0] + R[5] * x[1] + R[8] * x[2])
+
+
+@jit
+def rotation_product(A, B):
+    """A B."""
+    return (A[0] * B[0] + A[1] * B[3] + A[2] * B[6], A[0] * B[1] + A[1] * B[4] + A[2] * B[7],
+            A[0] * B[2] + A[1] * B[5] + A[2] * B[8],
+            A[3] * B[0] + A[4] * B[3] + A[5] * B[6], A[3] * B[1] + A[4] * B[4] + A[5] * B[7],
+            A[3] * B[2] + A[4] * B[5] + A[5] * B[8],
+            A[6] * B[0] + A[7] * B[3] + A[8] * B[6], A[6] * B[1] + A[7] * B[4] + A[8] * B[7],
+            A[6] * B[2] + A[7] * B[5] + A[8] * B[8])
+
 
 @jit
 def rodrigues(axis, angle):
-    """exp([a] θ) = I + sin θ [a] + (1 - cos θ) [a]^2 for a unit axis, row-major 9-tuple (L&P eq. 3.51)."""
+    """exp([a] θ) = I + sin θ [a] + (1 - cos θ) [a]^2 for a unit axis (L&P eq. 3.51)."""
     ax, ay, az = axis[0], axis[1], axis[2]
     s, c = np.sin(angle), np.cos(angle)
     t = 1.0 - c
@@ -25,108 +129,76 @@ def rodrigues(axis, angle):
             t * ax * az - s * ay, t * ay * az + s * ax, c + t * az * az)
 
 
+# ---- spatial vectors (angular, linear) and inertias ----
+
 @jit
-def compose(Ra, pa, Rb, pb, R, p):
-    """(R, p) = (Ra, pa)(Rb, pb): R = Ra Rb, p = Ra pb + pa. Outputs must not alias inputs."""
-    for r in range(3):
-        for c in range(3):
-            R[3 * r + c] = (Ra[3 * r] * Rb[c] + Ra[3 * r + 1] * Rb[3 + c]
-                            + Ra[3 * r + 2] * Rb[6 + c])
-        p[r] = Ra[3 * r] * pb[0] + Ra[3 * r + 1] * pb[1] + Ra[3 * r + 2] * pb[2] + pa[r]
+def motion_to_child(R, p, w, v):
+    """Ad_{T^-1} V for the child's pose T = (R, p) in the parent: (R^T w, R^T (v + w × p))."""
+    return rotate_transpose(R, w), rotate_transpose(R, add(v, cross(w, p)))
 
 
 @jit
-def rotate(R, x, out):
-    """out = R x."""
-    x0, x1, x2 = x[0], x[1], x[2]
-    for r in range(3):
-        out[r] = R[3 * r] * x0 + R[3 * r + 1] * x1 + R[3 * r + 2] * x2
+def force_to_parent(R, p, m, f):
+    """Ad_{T^-1}^T F, a child's wrench in the parent frame: (R m + p × R f, R f) (L&P eq. 8.53)."""
+    Rf = rotate(R, f)
+    return add(rotate(R, m), cross(p, Rf)), Rf
 
 
 @jit
-def rotate_transpose(R, x, out):
-    """out = R^T x."""
-    x0, x1, x2 = x[0], x[1], x[2]
-    for c in range(3):
-        out[c] = R[c] * x0 + R[3 + c] * x1 + R[6 + c] * x2
+def motion_cross(w, v, x_w, x_v):
+    """ad_V X = (w × x_w, v × x_w + w × x_v) (L&P eq. 8.38)."""
+    return cross(w, x_w), add(cross(v, x_w), cross(w, x_v))
 
 
 @jit
-def transform_inertia(inertia, R, p, out):
+def force_cross(w, v, m, f):
+    """-ad_V^T F = (w × m + v × f, w × f), the bias term of the Newton-Euler equation 8.42."""
+    return add(cross(w, m), cross(v, f)), cross(w, f)
+
+
+@jit
+def inertia_times_motion(inertia, w, v):
+    """G V = (I w + h × v, m v - h × w): the momentum of the twist V = (w, v)."""
+    m, h = inertia[0], (inertia[1], inertia[2], inertia[3])
+    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = (inertia[4], inertia[5], inertia[6],
+                                    inertia[7], inertia[8], inertia[9])
+    Iw = (Ixx * w[0] + Ixy * w[1] + Ixz * w[2],
+          Ixy * w[0] + Iyy * w[1] + Iyz * w[2],
+          Ixz * w[0] + Iyz * w[1] + Izz * w[2])
+    return add(Iw, cross(h, v)), sub(scale(v, m), cross(h, w))
+
+
+@jit
+def transform_inertia(inertia, R, p):
     """Standard parameters of a body whose frame has pose (R, p) in the target frame.
 
     m' = m, h' = R h + m p, I' = R I R^T - [p][h'] - [h'][p] + m [p][p]   (parallel axis theorem,
     L&P eq. 8.31, written without dividing by m so composite or massless bodies work).
     """
     m = inertia[0]
-    hx, hy, hz = inertia[1], inertia[2], inertia[3]
-    rh0 = R[0] * hx + R[1] * hy + R[2] * hz
-    rh1 = R[3] * hx + R[4] * hy + R[5] * hz
-    rh2 = R[6] * hx + R[7] * hy + R[8] * hz
+    u = rotate(R, (inertia[1], inertia[2], inertia[3]))
     Ixx, Iyy, Izz, Ixy, Ixz, Iyz = (inertia[4], inertia[5], inertia[6],
                                     inertia[7], inertia[8], inertia[9])
-    # A = R I (3x3), then B = A R^T
-    a00 = R[0] * Ixx + R[1] * Ixy + R[2] * Ixz
-    a01 = R[0] * Ixy + R[1] * Iyy + R[2] * Iyz
-    a02 = R[0] * Ixz + R[1] * Iyz + R[2] * Izz
-    a10 = R[3] * Ixx + R[4] * Ixy + R[5] * Ixz
-    a11 = R[3] * Ixy + R[4] * Iyy + R[5] * Iyz
-    a12 = R[3] * Ixz + R[4] * Iyz + R[5] * Izz
-    a20 = R[6] * Ixx + R[7] * Ixy + R[8] * Ixz
-    a21 = R[6] * Ixy + R[7] * Iyy + R[8] * Iyz
-    a22 = R[6] * Ixz + R[7] * Iyz + R[8] * Izz
-    bxx = a00 * R[0] + a01 * R[1] + a02 * R[2]
-    byy = a10 * R[3] + a11 * R[4] + a12 * R[5]
-    bzz = a20 * R[6] + a21 * R[7] + a22 * R[8]
-    bxy = a00 * R[3] + a01 * R[4] + a02 * R[5]
-    bxz = a00 * R[6] + a01 * R[7] + a02 * R[8]
-    byz = a10 * R[6] + a11 * R[7] + a12 * R[8]
+    a = rotation_product(R, (Ixx, Ixy, Ixz, Ixy, Iyy, Iyz, Ixz, Iyz, Izz))   # R I
+    bxx = a[0] * R[0] + a[1] * R[1] + a[2] * R[2]                          # (R I R^T)_rc
+    byy = a[3] * R[3] + a[4] * R[4] + a[5] * R[5]
+    bzz = a[6] * R[6] + a[7] * R[7] + a[8] * R[8]
+    bxy = a[0] * R[3] + a[1] * R[4] + a[2] * R[5]
+    bxz = a[0] * R[6] + a[1] * R[7] + a[2] * R[8]
+    byz = a[3] * R[6] + a[4] * R[7] + a[5] * R[8]
     px, py, pz = p[0], p[1], p[2]
-    # with u = R h: -[p][h'] - [h'][p] + m[p][p] = 2(p.u) 1 - u p^T - p u^T + m (|p|^2 1 - p p^T)
-    pu = px * rh0 + py * rh1 + pz * rh2
-    pp = px * px + py * py + pz * pz
-    out[0] = m
-    out[1] = rh0 + m * px
-    out[2] = rh1 + m * py
-    out[3] = rh2 + m * pz
-    out[4] = bxx + 2.0 * pu - 2.0 * px * rh0 + m * (pp - px * px)
-    out[5] = byy + 2.0 * pu - 2.0 * py * rh1 + m * (pp - py * py)
-    out[6] = bzz + 2.0 * pu - 2.0 * pz * rh2 + m * (pp - pz * pz)
-    out[7] = bxy - px * rh1 - py * rh0 - m * px * py
-    out[8] = bxz - px * rh2 - pz * rh0 - m * px * pz
-    out[9] = byz - py * rh2 - pz * rh1 - m * py * pz
+    # -[p][h'] - [h'][p] + m[p][p] = 2 (p.u) 1 - u p^T - p u^T + m (|p|^2 1 - p p^T), h' = u + m p
+    pu, pp = dot(p, u), dot(p, p)
+    return (m, u[0] + m * px, u[1] + m * py, u[2] + m * pz,
+            bxx + 2.0 * pu - 2.0 * px * u[0] + m * (pp - px * px),
+            byy + 2.0 * pu - 2.0 * py * u[1] + m * (pp - py * py),
+            bzz + 2.0 * pu - 2.0 * pz * u[2] + m * (pp - pz * pz),
+            bxy - px * u[1] - py * u[0] - m * px * py,
+            bxz - px * u[2] - pz * u[0] - m * px * pz,
+            byz - py * u[2] - pz * u[1] - m * py * pz)
 
 
-@jit
-def inertia_times_motion(inertia, V, out):
-    """out = G V: momentum (I w + h x v, m v - h x w) of a twist V = (w, v) (L&P eq. 8.42)."""
-    m, hx, hy, hz = inertia[0], inertia[1], inertia[2], inertia[3]
-    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = (inertia[4], inertia[5], inertia[6],
-                                    inertia[7], inertia[8], inertia[9])
-    wx, wy, wz, vx, vy, vz = V[0], V[1], V[2], V[3], V[4], V[5]
-    out[0] = Ixx * wx + Ixy * wy + Ixz * wz + hy * vz - hz * vy
-    out[1] = Ixy * wx + Iyy * wy + Iyz * wz + hz * vx - hx * vz
-    out[2] = Ixz * wx + Iyz * wy + Izz * wz + hx * vy - hy * vx
-    out[3] = m * vx - (hy * wz - hz * wy)
-    out[4] = m * vy - (hz * wx - hx * wz)
-    out[5] = m * vz - (hx * wy - hy * wx)
-
-
-@jit
-def inertia_matrix(inertia, G):
-    """The 6x6 spatial inertia G = [[I, [h]], [[h]^T, m 1]] of standard parameters."""
-    m, hx, hy, hz = inertia[0], inertia[1], inertia[2], inertia[3]
-    G[:, :] = 0.0
-    G[0, 0], G[1, 1], G[2, 2] = inertia[4], inertia[5], inertia[6]
-    G[0, 1] = G[1, 0] = inertia[7]
-    G[0, 2] = G[2, 0] = inertia[8]
-    G[1, 2] = G[2, 1] = inertia[9]
-    G[0, 4], G[0, 5], G[1, 3], G[1, 5], G[2, 3], G[2, 4] = -hz, hy, hz, -hx, -hy, hx
-    G[4, 0], G[5, 0], G[3, 1], G[5, 1], G[3, 2], G[4, 2] = -hz, hy, hz, -hx, -hy, hx
-    G[3, 3] = G[4, 4] = G[5, 5] = m
-
-
-# ---- plain numpy helpers for model construction (not on the hot path) ----
+# ---- plain numpy helpers for model construction and tests (not on the hot path) ----
 
 def rpy_matrix(rpy):
     """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
@@ -145,18 +217,34 @@ def homogeneous(R, p):
     return T
 
 
+def _skew(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
 def standard_parameters(mass, com, inertia_com):
     """10-vector about the body origin from mass, centre of mass and inertia about the COM."""
-    out = np.empty(10)
-    at_com = np.array([mass, 0.0, 0.0, 0.0, inertia_com[0, 0], inertia_com[1, 1],
-                       inertia_com[2, 2], inertia_com[0, 1], inertia_com[0, 2], inertia_com[1, 2]])
-    transform_inertia(at_com, np.eye(3).ravel(), np.asarray(com, dtype=float), out)
-    return out
+    J = np.asarray(inertia_com, dtype=float)
+    return transformed_inertia([mass, 0.0, 0.0, 0.0, J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2],
+                                J[1, 2]], homogeneous(np.eye(3), com))
 
 
 def transformed_inertia(inertia, T):
-    """Standard parameters re-expressed through the 4x4 pose T of the body frame."""
-    out = np.empty(10)
-    transform_inertia(inertia, np.ascontiguousarray(T[:3, :3]).ravel(),
-                      np.ascontiguousarray(T[:3, 3]), out)
-    return out
+    """Standard parameters re-expressed through the 4x4 pose T of the body frame.
+
+    The numpy twin of the kernel ``transform_inertia``, for building models.
+    """
+    m, h, (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) = inertia[0], np.asarray(inertia[1:4]), inertia[4:10]
+    T = np.asarray(T, dtype=float)
+    R, P = T[:3, :3], _skew(T[:3, 3])
+    h_new = R @ h + m * T[:3, 3]
+    J = R @ np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]) @ R.T
+    J = J - P @ _skew(h_new) - _skew(h_new) @ P + m * P @ P
+    return np.array([m, *h_new, J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2]])
+
+
+def inertia_matrix(inertia):
+    """The 6x6 spatial inertia G = [[I, [h]], [[h]^T, m 1]] of standard parameters."""
+    m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz = inertia
+    H = np.array([[0.0, -hz, hy], [hz, 0.0, -hx], [-hy, hx, 0.0]])
+    return np.block([[np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]), H],
+                     [H.T, m * np.eye(3)]])

@@ -1,52 +1,77 @@
-"""Mass matrix by the composite-rigid-body algorithm, in base coordinates (Featherstone §6.2).
+"""Mass matrix by the composite-rigid-body algorithm in body coordinates (Featherstone §6.2).
 
-With S_j the joint screws and G_i the spatial inertias in base coordinates, the mass matrix
-M = Σ_i J_i^T G_i J_i (L&P eq. 8.59) has entries M_kj = S_k^T G^c_j S_j for k an ancestor of j (or
-j itself), where G^c_j = Σ_{i in subtree(j)} G_i is the composite inertia of the subtree; in base
-coordinates composites are plain sums. Cost O(n·depth) after an O(n) kinematics pass.
+With G^c_i = Σ_{k in subtree(i)} G_k the composite inertia of the subtree of body i in its own
+frame (accumulated from the leaves, each composite moved into its parent's frame), the mass
+matrix M = Σ_i J_i^T G_i J_i (L&P §8.4) has the entries M_ij = A_i^T F_i for i = j or an
+ancestor of j, where F_j = G^c_j A_j and F_λ(i) = Ad^T_{T_{i,λ}} F_i carries that wrench towards
+the base. Cost O(n·depth).
 """
 import numpy as np
+from numba import prange
 
-from .._jit import jit
-from ..arguments import joint_vector, workspace
-from ..model import BODY_INERTIA, BODY_WIDTH, WS_IC, WS_P, WS_R, WS_S, WS_TMP
-from ..spatial import inertia_times_motion, transform_inertia
-from .kinematics import forward_kinematics
+from .._jit import jit, parallel
+from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
+from ..model import BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
+from ..spatial import (ZERO, accumulate, force_to_parent, inertia_times_motion, load3, load9,
+                       load10, store, transform_inertia)
+from .batch import chunk, chunk_count
+from .kinematics import joint_force, joint_transform, revolute
 
-
-@jit
-def composite_inertias(topology, body, ws):
-    """G^c_i in base coordinates for every body (needs forward_kinematics)."""
-    nb = topology.shape[0]
-    for i in range(nb):
-        transform_inertia(body[i, BODY_INERTIA:BODY_WIDTH], ws[i, WS_R:WS_R + 9],
-                          ws[i, WS_P:WS_P + 3], ws[i, WS_IC:WS_IC + 10])
-    for i in range(nb - 1, 0, -1):
-        parent = topology[i, 0]
-        if parent >= 0:
-            ws[parent, WS_IC:WS_IC + 10] += ws[i, WS_IC:WS_IC + 10]
+E_Z = (0.0, 0.0, 1.0)
 
 
 @jit
-def crba_kernel(topology, body, q, ws, M):
-    """M(q) (symmetric, both triangles filled)."""
+def mass_matrix_state(table, q, ws, M):
+    """M(q) of one state (symmetric, both triangles filled)."""
+    nb = table.shape[0]
     M[:, :] = 0.0
-    forward_kinematics(topology, body, q, ws)
-    composite_inertias(topology, body, ws)
-    F = ws[0, WS_TMP:WS_TMP + 6]
-    for j in range(topology.shape[0]):
-        inertia_times_motion(ws[j, WS_IC:WS_IC + 10], ws[j, WS_S:WS_S + 6], F)
-        k = j
-        while k >= 0:
-            S = ws[k, WS_S:WS_S + 6]
-            value = S[0] * F[0] + S[1] * F[1] + S[2] * F[2] + S[3] * F[3] + S[4] * F[4] + S[5] * F[5]
-            M[k, j] = value
-            M[j, k] = value
-            k = topology[k, 0]
+    for i in range(nb):   # T_{λ,i} and the body's own inertia, the start of its composite
+        R, p = joint_transform(table, i, q[i])
+        store(ws, i, WS_RREL, R)
+        store(ws, i, WS_PREL, p)
+        store(ws, i, WS_IC, load10(table, i, BODY_INERTIA))
+    for i in range(nb - 1, -1, -1):   # G^c_λ += G^c_i seen from the parent's frame
+        parent = int(table[i, BODY_PARENT])
+        if parent >= 0:
+            accumulate(ws, parent, WS_IC, transform_inertia(
+                load10(ws, i, WS_IC), load9(ws, i, WS_RREL), load3(ws, i, WS_PREL)))
+    for j in range(nb):
+        turns = revolute(table, j)   # F = G^c_j A_j, then towards the base
+        m, f = inertia_times_motion(load10(ws, j, WS_IC), E_Z if turns else ZERO,
+                                    ZERO if turns else E_Z)
+        M[j, j] = joint_force(turns, m, f)
+        i, parent = j, int(table[j, BODY_PARENT])
+        while parent >= 0:
+            m, f = force_to_parent(load9(ws, i, WS_RREL), load3(ws, i, WS_PREL), m, f)
+            i, parent = parent, int(table[parent, BODY_PARENT])
+            M[i, j] = M[j, i] = joint_force(revolute(table, i), m, f)
+
+
+@jit
+def mass_matrix_kernel(table, q, ws, M):
+    """mass_matrix_state for one state or each row of a 2-D q; returns the status."""
+    status = state_status(table, ws, q, None, None, None)
+    if status == 0 and q.ndim == 1:
+        mass_matrix_state(table, q, ws, M)
+    elif status == 0 and q.ndim == 2:
+        for c in prange(chunk_count(q)):
+            scratch = np.empty_like(ws)
+            for k in chunk(c, q):
+                mass_matrix_state(table, q[k], scratch, M[k])
+    return status
+
+
+mass_matrix_parallel = parallel(mass_matrix_kernel)
 
 
 def mass_matrix(model, q, data=None):
-    """Joint-space mass matrix M(q), symmetric positive definite."""
-    M = np.empty((model.nv, model.nv))
-    crba_kernel(model.topology, model.body, joint_vector(model, q, 'q'), workspace(model, data).ws, M)
+    """Joint-space mass matrix M(q), symmetric positive definite; (N, nv, nv) for q (N, nv)."""
+    if not (type(q) is np.ndarray and q.dtype is F64):
+        q, = joint_arrays(model, q=q)
+    nv = len(model.table)
+    M = np.empty((nv, nv) if q.ndim == 1 else q.shape[:-1] + (nv, nv))
+    ws = model.workspaces.ws if data is None else workspace(model, data)
+    status = mass_matrix_kernel(model.table, q, ws, M)
+    if status:
+        raise argument_error(model, status, q=q)
     return M

@@ -1,4 +1,4 @@
-"""Dense Cholesky factorisation and solves, allocation-free, for M(q) and small task-space blocks."""
+"""Dense Cholesky factorisation, solves and inverse, in place, for M(q) and task-space blocks."""
 import numpy as np
 
 from .._jit import jit
@@ -52,10 +52,24 @@ def cholesky_solve(L, b):
 
 
 @jit
-def cholesky_inverse(L, out):
-    """out = A^{-1} for A = L L^T (out must not alias L)."""
-    n = L.shape[0]
-    for j in range(n):
-        for i in range(n):
-            out[i, j] = 1.0 if i == j else 0.0
-        cholesky_solve(L, out[:, j])
+def cholesky_inverse(A):
+    """A <- A^{-1} from its factor L in the lower triangle (LAPACK's potri, both triangles out).
+
+    First L <- L^{-1} in place, then A^{-1}_ij = Σ_{k >= i} L^{-1}_ki L^{-1}_kj row by row: row i
+    reads only rows k >= i, which are still L^{-1}.
+    """
+    n = A.shape[0]
+    for j in range(n):   # column j of L^{-1}: L^{-1}_jj = 1 / L_jj, then forward substitution
+        A[j, j] = 1.0 / A[j, j]
+        for i in range(j + 1, n):
+            s = 0.0
+            for k in range(j, i):
+                s -= A[i, k] * A[k, j]
+            A[i, j] = s / A[i, i]
+    for i in range(n):
+        for j in range(i + 1):
+            s = 0.0
+            for k in range(i, n):
+                s += A[k, i] * A[k, j]
+            A[i, j] = s
+            A[j, i] = s

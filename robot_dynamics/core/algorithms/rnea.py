@@ -10,138 +10,194 @@ Backward pass, for i = n..1::
 
     F_i = G_i V̇_i - ad_{V_i}^T G_i V_i - F_ext,i + Σ_children Ad^T_{T_{c,i}} F_c   (L&P eq. 8.53)
     τ_i = F_i^T A_i                                                 (L&P eq. 8.54)
+
+Where q̇ or q̈ is None (``nonlinear_effects``) its terms are left out when the kernel is compiled.
+``gravity`` needs no recursion over velocities: g(q) = ∂P/∂q, the gradient of the potential
+energy P = -Σ m_i g·c_i, is a sum over subtrees of first moments (``gravity_state``).
 """
 import numpy as np
+from numba import prange
 
-from .._jit import jit
-from ..model import (BODY_AXIS, BODY_INERTIA, BODY_WIDTH, PRISMATIC, WS_F, WS_PREL, WS_RREL,
-                     WS_V, WS_VD)
-from ..spatial import inertia_times_motion
-from ..arguments import body_wrenches, joint_vector, workspace
-from .kinematics import joint_transform
-
-
-@jit
-def _to_child(R, p, X, out):
-    """out = Ad_{T_{i,λ}} X for (R, p) = T_{λ,i}: (R^T w, R^T (v + w x p))."""
-    w0, w1, w2 = X[0], X[1], X[2]
-    u0 = X[3] + w1 * p[2] - w2 * p[1]
-    u1 = X[4] + w2 * p[0] - w0 * p[2]
-    u2 = X[5] + w0 * p[1] - w1 * p[0]
-    for c in range(3):
-        out[c] = R[c] * w0 + R[3 + c] * w1 + R[6 + c] * w2
-        out[3 + c] = R[c] * u0 + R[3 + c] * u1 + R[6 + c] * u2
+from .._jit import jit, parallel
+from ..arguments import (F64, NO_WRENCHES, argument_error, joint_arrays, state_status, workspace,
+                         wrenches)
+from ..model import (BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A, WS_F, WS_IC, WS_P,
+                     WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
+from ..spatial import (ZERO, accumulate, add, cross, dot, force_cross, force_to_parent,
+                       inertia_times_motion, load3, load4, load9, load10, motion_to_child, rotate,
+                       rotate_transpose, scale, store, sub)
+from .batch import chunk, chunk_count, wrench_row
+from .kinematics import (add_joint_motion, cross_joint_motion, forward_kinematics, joint_force,
+                         joint_transform, revolute)
 
 
 @jit
-def _add_to_parent(R, p, F, out):
-    """out += Ad^T_{T_{i,λ}} F for (R, p) = T_{λ,i}: (R m + p x R f, R f)."""
-    f0 = R[0] * F[3] + R[1] * F[4] + R[2] * F[5]
-    f1 = R[3] * F[3] + R[4] * F[4] + R[5] * F[5]
-    f2 = R[6] * F[3] + R[7] * F[4] + R[8] * F[5]
-    for r in range(3):
-        out[r] += R[3 * r] * F[0] + R[3 * r + 1] * F[1] + R[3 * r + 2] * F[2]
-    out[0] += p[1] * f2 - p[2] * f1
-    out[1] += p[2] * f0 - p[0] * f2
-    out[2] += p[0] * f1 - p[1] * f0
-    out[3] += f0
-    out[4] += f1
-    out[5] += f2
-
-
-@jit
-def forward_pass(topology, body, q, v, a, base_acceleration, ws):
-    """Body twists V_i and accelerations V̇_i (eqs. 8.51-8.52), relative poses T_{λ,i}."""
-    for i in range(topology.shape[0]):
-        R, p = ws[i, WS_RREL:WS_RREL + 9], ws[i, WS_PREL:WS_PREL + 3]
-        joint_transform(topology, body, i, q[i], R, p)
-        V, Vd = ws[i, WS_V:WS_V + 6], ws[i, WS_VD:WS_VD + 6]
-        parent = topology[i, 0]
+def forward_pass(table, q, v, a, with_gravity, ws):
+    """Body twists V_i and accelerations V̇_i (eqs. 8.51-8.52), and the poses T_{λ,i}."""
+    for i in range(table.shape[0]):
+        R, p = joint_transform(table, i, q[i])
+        store(ws, i, WS_RREL, R)
+        store(ws, i, WS_PREL, p)
+        parent = int(table[i, BODY_PARENT])
+        w, u = ZERO, ZERO
         if parent < 0:
-            V[:] = 0.0
-            _to_child(R, p, base_acceleration, Vd)
+            dw, du = ZERO, ZERO
+            if with_gravity:
+                du = rotate_transpose(R, scale(load3(table, i, BODY_GRAVITY), -1.0))
         else:
-            _to_child(R, p, ws[parent, WS_V:WS_V + 6], V)
-            _to_child(R, p, ws[parent, WS_VD:WS_VD + 6], Vd)
-        axis = body[i, BODY_AXIS:BODY_AXIS + 3]
-        k = 3 if topology[i, 1] == PRISMATIC else 0
-        w0, w1, w2 = V[0], V[1], V[2]
-        # ad_{V_i} A_i q̇_i with A_i = (a, 0) or (0, a): (w x a, v x a) or (0, w x a)
-        ax, ay, az = axis[0] * v[i], axis[1] * v[i], axis[2] * v[i]
-        if k == 0:
-            Vd[0] += w1 * az - w2 * ay
-            Vd[1] += w2 * ax - w0 * az
-            Vd[2] += w0 * ay - w1 * ax
-            Vd[3] += V[4] * az - V[5] * ay
-            Vd[4] += V[5] * ax - V[3] * az
-            Vd[5] += V[3] * ay - V[4] * ax
-        else:
-            Vd[3] += w1 * az - w2 * ay
-            Vd[4] += w2 * ax - w0 * az
-            Vd[5] += w0 * ay - w1 * ax
-        for c in range(3):
-            V[k + c] += axis[c] * v[i]
-            Vd[k + c] += axis[c] * a[i]
+            if v is not None:
+                w, u = motion_to_child(R, p, load3(ws, parent, WS_V), load3(ws, parent, WS_V + 3))
+            dw, du = motion_to_child(R, p, load3(ws, parent, WS_A), load3(ws, parent, WS_A + 3))
+        turns = revolute(table, i)
+        if v is not None:   # ad_{V_i} A_i q̇_i = ad_{V_i - A_i q̇_i} A_i q̇_i, then V_i += A_i q̇_i
+            c_w, c_v = cross_joint_motion(turns, w, u, v[i])
+            dw, du = add(dw, c_w), add(du, c_v)
+            w, u = add_joint_motion(turns, w, u, v[i])
+        if a is not None:
+            dw, du = add_joint_motion(turns, dw, du, a[i])
+        store(ws, i, WS_V, w)
+        store(ws, i, WS_V + 3, u)
+        store(ws, i, WS_A, dw)
+        store(ws, i, WS_A + 3, du)
 
 
 @jit
-def backward_pass(topology, body, f_ext, ws, tau):
-    """Body wrenches F_i (eq. 8.53) and joint torques τ_i = F_i^T A_i (eq. 8.54)."""
-    nb = topology.shape[0]
-    h = np.empty(6)
-    for i in range(nb):
-        inertia = body[i, BODY_INERTIA:BODY_WIDTH]
-        V, F = ws[i, WS_V:WS_V + 6], ws[i, WS_F:WS_F + 6]
-        inertia_times_motion(inertia, ws[i, WS_VD:WS_VD + 6], F)
-        inertia_times_motion(inertia, V, h)
-        # - ad_V^T h = (w x h_ang + v x h_lin, w x h_lin)
-        F[0] += V[1] * h[2] - V[2] * h[1] + V[4] * h[5] - V[5] * h[4]
-        F[1] += V[2] * h[0] - V[0] * h[2] + V[5] * h[3] - V[3] * h[5]
-        F[2] += V[0] * h[1] - V[1] * h[0] + V[3] * h[4] - V[4] * h[3]
-        F[3] += V[1] * h[5] - V[2] * h[4]
-        F[4] += V[2] * h[3] - V[0] * h[5]
-        F[5] += V[0] * h[4] - V[1] * h[3]
-        if f_ext.shape[0] == nb:
-            for c in range(6):
-                F[c] -= f_ext[i, c]
-    for i in range(nb - 1, -1, -1):
-        F = ws[i, WS_F:WS_F + 6]
-        k = 3 if topology[i, 1] == PRISMATIC else 0
-        tau[i] = (F[k] * body[i, BODY_AXIS] + F[k + 1] * body[i, BODY_AXIS + 1]
-                  + F[k + 2] * body[i, BODY_AXIS + 2])
-        parent = topology[i, 0]
+def rnea_state(table, q, v, a, f_ext, ws, tau):
+    """τ = M(q) q̈ + C(q, q̇) q̇ + g(q) - Σ J_i^T F_ext,i for one state (f_ext may be empty)."""
+    nb = table.shape[0]
+    forward_pass(table, q, v, a, True, ws)
+    for i in range(nb):   # the body's own wrench G V̇ - ad_V^T G V - F_ext
+        inertia = load10(table, i, BODY_INERTIA)
+        m, f = inertia_times_motion(inertia, load3(ws, i, WS_A), load3(ws, i, WS_A + 3))
+        if v is not None:
+            w, u = load3(ws, i, WS_V), load3(ws, i, WS_V + 3)
+            h_m, h_f = inertia_times_motion(inertia, w, u)
+            b_m, b_f = force_cross(w, u, h_m, h_f)
+            m, f = add(m, b_m), add(f, b_f)
+        if f_ext is not None and f_ext.shape[0] > 0:   # given in the model's body axes
+            R_a = load9(table, i, BODY_AXES)
+            m = sub(m, rotate_transpose(R_a, load3(f_ext, i, 0)))
+            f = sub(f, rotate_transpose(R_a, load3(f_ext, i, 3)))
+        store(ws, i, WS_F, m)
+        store(ws, i, WS_F + 3, f)
+    for i in range(nb - 1, -1, -1):   # children first: F_i is complete when we reach it
+        m, f = load3(ws, i, WS_F), load3(ws, i, WS_F + 3)
+        tau[i] = joint_force(revolute(table, i), m, f)
+        parent = int(table[i, BODY_PARENT])
         if parent >= 0:
-            _add_to_parent(ws[i, WS_RREL:WS_RREL + 9], ws[i, WS_PREL:WS_PREL + 3], F,
-                           ws[parent, WS_F:WS_F + 6])
+            p_m, p_f = force_to_parent(load9(ws, i, WS_RREL), load3(ws, i, WS_PREL), m, f)
+            accumulate(ws, parent, WS_F, p_m)
+            accumulate(ws, parent, WS_F + 3, p_f)
 
 
 @jit
-def rnea_kernel(topology, body, q, v, a, gravity, f_ext, ws, tau):
-    """τ = M(q) q̈ + C(q, q̇) q̇ + g(q) - Σ J_i^T F_ext,i."""
-    base_acceleration = np.zeros(6)
-    base_acceleration[3:6] = -gravity
-    forward_pass(topology, body, q, v, a, base_acceleration, ws)
-    backward_pass(topology, body, f_ext, ws, tau)
+def gravity_state(table, q, ws, tau):
+    """g(q) = ∂P/∂q for one state.
+
+    With c_i the centres of mass in base coordinates, ∂c_i/∂q_j = ω_j × c_i + v_j for the screw
+    S_j = (ω_j, v_j), so g_j = -S_j^T (h^c_j × g, m^c_j g) with the first moment h^c_j = Σ m_i c_i
+    and the mass m^c_j of the subtree of body j.
+    """
+    nb = table.shape[0]
+    forward_kinematics(table, q, ws)
+    for i in range(nb):   # h_i = R_i h + m p_i and m_i in base coordinates, into WS_IC
+        R, p = load9(ws, i, WS_R), load3(ws, i, WS_P)
+        m = table[i, BODY_INERTIA]
+        store(ws, i, WS_IC, add(rotate(R, load3(table, i, BODY_INERTIA + 1)), scale(p, m)))
+        ws[i, WS_IC + 3] = m
+    for i in range(nb - 1, -1, -1):
+        parent = int(table[i, BODY_PARENT])
+        if parent >= 0:
+            accumulate(ws, parent, WS_IC, load4(ws, i, WS_IC))
+        g = load3(table, i, BODY_GRAVITY)
+        tau[i] = -(dot(load3(ws, i, WS_S), cross(load3(ws, i, WS_IC), g))
+                   + ws[i, WS_IC + 3] * dot(load3(ws, i, WS_S + 3), g))
+
+
+@jit
+def rnea_kernel(table, q, v, a, f_ext, ws, tau):
+    """rnea_state for one state, or for each row of 2-D q, v, a (f_ext (nb, 6) is shared)."""
+    status = state_status(table, ws, q, v, a, f_ext)
+    if status == 0 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and f_ext.ndim == 2:
+        rnea_state(table, q, v, a, f_ext, ws, tau)
+    elif (status == 0 and q.ndim == 2 and v.ndim == 2 and a.ndim == 2
+          and (f_ext.ndim == 2 or f_ext.ndim == 3)):
+        for c in prange(chunk_count(q)):
+            scratch = np.empty_like(ws)
+            for k in chunk(c, q):
+                rnea_state(table, q[k], v[k], a[k], wrench_row(f_ext, k), scratch, tau[k])
+    return status
+
+
+@jit
+def nonlinear_effects_kernel(table, q, v, ws, tau):
+    """rnea_state at q̈ = 0 for one state or each row of 2-D q, v."""
+    status = state_status(table, ws, q, v, None, None)
+    if status == 0 and q.ndim == 1 and v.ndim == 1:
+        rnea_state(table, q, v, None, None, ws, tau)
+    elif status == 0 and q.ndim == 2 and v.ndim == 2:
+        for c in prange(chunk_count(q)):
+            scratch = np.empty_like(ws)
+            for k in chunk(c, q):
+                rnea_state(table, q[k], v[k], None, None, scratch, tau[k])
+    return status
+
+
+@jit
+def gravity_kernel(table, q, ws, tau):
+    """gravity_state for one state or each row of a 2-D q."""
+    status = state_status(table, ws, q, None, None, None)
+    if status == 0 and q.ndim == 1:
+        gravity_state(table, q, ws, tau)
+    elif status == 0 and q.ndim == 2:
+        for c in prange(chunk_count(q)):
+            scratch = np.empty_like(ws)
+            for k in chunk(c, q):
+                gravity_state(table, q[k], scratch, tau[k])
+    return status
+
+
+rnea_parallel = parallel(rnea_kernel)
+nonlinear_effects_parallel = parallel(nonlinear_effects_kernel)
+gravity_parallel = parallel(gravity_kernel)
 
 
 def rnea(model, q, v, a, f_ext=None, data=None):
     """Inverse dynamics τ = M(q) q̈ + C(q, q̇) q̇ + g(q) - Σ J_i^T F_ext,i.
 
     ``f_ext``: (nb, 6) external wrenches (moment, force) on each body, in its body frame.
+    q, v, a of shape (N, nv) give τ of shape (N, nv), with f_ext (N, nb, 6) or shared (nb, 6).
     """
-    q, v, a = (joint_vector(model, x, n) for x, n in ((q, 'q'), (v, 'v'), (a, 'a')))
-    tau = np.empty(model.nv)
-    rnea_kernel(model.topology, model.body, q, v, a, model.gravity, body_wrenches(model, f_ext),
-                workspace(model, data).ws, tau)
+    if not (type(q) is type(v) is type(a) is np.ndarray and q.dtype is v.dtype is a.dtype is F64):
+        q, v, a = joint_arrays(model, q=q, v=v, a=a)
+    f = NO_WRENCHES if f_ext is None else wrenches(model, f_ext)
+    tau = np.empty(q.shape)
+    ws = model.workspaces.ws if data is None else workspace(model, data)
+    status = rnea_kernel(model.table, q, v, a, f, ws, tau)
+    if status:
+        raise argument_error(model, status, q=q, v=v, a=a, f_ext=f)
     return tau
 
 
 def gravity(model, q, data=None):
     """g(q) = rnea(q, 0, 0): the torques that hold the arm still (gravity compensation)."""
-    zero = np.zeros(model.nv)
-    return rnea(model, q, zero, zero, data=data)
+    if not (type(q) is np.ndarray and q.dtype is F64):
+        q, = joint_arrays(model, q=q)
+    tau = np.empty(q.shape)
+    ws = model.workspaces.ws if data is None else workspace(model, data)
+    status = gravity_kernel(model.table, q, ws, tau)
+    if status:
+        raise argument_error(model, status, q=q)
+    return tau
 
 
 def nonlinear_effects(model, q, v, data=None):
     """C(q, q̇) q̇ + g(q) = rnea(q, q̇, 0)."""
-    return rnea(model, q, v, np.zeros(model.nv), data=data)
+    if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
+        q, v = joint_arrays(model, q=q, v=v)
+    tau = np.empty(q.shape)
+    ws = model.workspaces.ws if data is None else workspace(model, data)
+    status = nonlinear_effects_kernel(model.table, q, v, ws, tau)
+    if status:
+        raise argument_error(model, status, q=q, v=v)
+    return tau

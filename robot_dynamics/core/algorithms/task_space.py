@@ -5,73 +5,96 @@ The inverse Φ = J M^{-1} J^T (the mobility matrix) is always defined; near a si
 and ``damping`` > 0 returns the singularity-robust (Φ + damping·1)^{-1}.
 """
 import numpy as np
+from numba import prange
 
 from .._jit import jit
-from ..arguments import joint_vector, workspace
-from .crba import crba_kernel
-from .jacobians import LOCAL_WORLD_ALIGNED, Reference, _frame, frame_jacobian_kernel
+from ..arguments import (F64, NOT_POSITIVE_DEFINITE, SINGULAR, argument_error, damping_value,
+                         joint_arrays, state_status, workspace)
+from ..model import WS_M, WS_Y
+from .batch import chunk, chunk_count
+from .crba import mass_matrix_state
+from .jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian_state, reference_code
 from .linalg import cholesky, cholesky_inverse, solve_lower
 
 
 @jit
-def mobility_kernel(topology, body, q, b, frame, reference, first_row, ws, M, J, Phi):
-    """Φ = J_r M^{-1} J_r^T for the rows first_row.. of J; False if M is not PD."""
-    crba_kernel(topology, body, q, ws, M)
+def task_space_state(table, frames, f, reference, first_row, damping, invert, q, ws, out):
+    """Φ = J_r M^{-1} J_r^T, or (Φ + damping·1)^{-1} if ``invert``, into out; the status.
+
+    J_r: the rows first_row.. of the frame Jacobian. The status is 0, NOT_POSITIVE_DEFINITE or
+    SINGULAR.
+    """
+    nb = table.shape[0]
+    M = ws[:, WS_M:WS_M + nb]
+    mass_matrix_state(table, q, ws, M)
     if not cholesky(M):
-        return False
-    frame_jacobian_kernel(topology, body, q, b, frame, reference, ws, J)
-    rows = Phi.shape[0]
+        return NOT_POSITIVE_DEFINITE
+    J = ws[:, WS_Y:WS_Y + 6].T   # (6, nb): J, then its rows become those of Y^T = (L^{-1} J^T)^T
+    frame_jacobian_state(table, frames, f, reference, q, ws, J)
+    rows = out.shape[0]
     for r in range(rows):
-        solve_lower(M, J[first_row + r, :])   # row r of Y^T
+        solve_lower(M, J[first_row + r])
     for r in range(rows):
         for c in range(r, rows):
             s = 0.0
-            for k in range(J.shape[1]):
+            for k in range(nb):
                 s += J[first_row + r, k] * J[first_row + c, k]
-            Phi[r, c] = s
-            Phi[c, r] = s
-    return True
+            out[r, c] = out[c, r] = s
+    if invert:
+        for r in range(rows):
+            out[r, r] += damping
+        if not cholesky(out):
+            return SINGULAR
+        cholesky_inverse(out)
+    return 0
 
 
 @jit
-def inverse_kernel(Phi, damping, out):
-    """out = (Φ + damping·1)^{-1}; False if not positive definite. Φ is overwritten."""
-    for r in range(Phi.shape[0]):
-        Phi[r, r] += damping
-    if not cholesky(Phi):
-        return False
-    cholesky_inverse(Phi, out)
-    return True
+def task_space_kernel(table, frames, f, reference, first_row, damping, invert, q, ws, out):
+    """task_space_state for one state or each row of a 2-D q; returns the first bad status."""
+    status = state_status(table, ws, q, None, None, None)
+    if status == 0 and q.ndim == 1:
+        status = task_space_state(table, frames, f, reference, first_row, damping, invert, q, ws,
+                                  out)
+    elif status == 0 and q.ndim == 2:
+        worst = 0
+        for c in prange(chunk_count(q)):
+            scratch = np.empty_like(ws)
+            for k in chunk(c, q):
+                worst = max(worst, task_space_state(table, frames, f, reference, first_row,
+                                                    damping, invert, q[k], scratch, out[k]))
+        status = worst
+    return status
 
 
-def _mobility(model, q, frame, reference, first_row, data):
-    b, placement = _frame(model, frame)
-    data = workspace(model, data)
-    Phi = np.empty((6 - first_row, 6 - first_row))
-    if not mobility_kernel(model.topology, model.body, joint_vector(model, q, 'q'), b, placement,
-                           int(Reference(reference)), first_row, data.ws, data.M, data.J, Phi):
-        raise ValueError('mass matrix is not positive definite at this configuration')
-    return Phi
-
-
-def _inverse(Phi, damping, what):
-    out = np.empty_like(Phi)
-    if not inverse_kernel(Phi, float(damping), out):
-        raise ValueError(f'{what} is singular here (fewer than {len(out)} independent task '
+def _task_space(model, q, frame, reference, first_row, damping, invert, data):
+    if not (type(q) is np.ndarray and q.dtype is F64):
+        q, = joint_arrays(model, q=q)
+    n = 6 - first_row
+    out = np.empty((n, n) if q.ndim == 1 else q.shape[:-1] + (n, n))
+    ws = model.workspaces.ws if data is None else workspace(model, data)
+    status = task_space_kernel(model.table, model.frames, model.frame_index(frame),
+                               reference_code(reference), first_row, damping_value(damping),
+                               invert, q, ws, out)
+    if status == SINGULAR:
+        what = ('J_v M^-1 J_v^T (3x3 translational mobility)' if first_row else
+                'J M^-1 J^T (6x6 task-space mobility)')
+        raise ValueError(f'{what} is singular here (fewer than {n} independent task '
                          'directions: a singular pose, or too few joints); pass damping > 0 for '
                          'the singularity-robust inverse')
+    if status:
+        raise argument_error(model, status, q=q)
     return out
 
 
 def inverse_task_space_inertia(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None):
-    """Φ = J M^{-1} J^T (6x6), defined at every configuration; its condition number flags singularity."""
-    return _mobility(model, q, frame, reference, 0, data)
+    """Φ = J M^{-1} J^T (6x6), defined everywhere; its condition number flags singularity."""
+    return _task_space(model, q, frame, reference, 0, 0.0, False, data)
 
 
 def task_space_inertia(model, q, frame, reference=LOCAL_WORLD_ALIGNED, damping=0.0, data=None):
-    """Λ = (J M^{-1} J^T + damping·1)^{-1} (6x6), the frame's inertia to wrenches in ``reference``."""
-    return _inverse(_mobility(model, q, frame, reference, 0, data), damping,
-                    'J M^-1 J^T (6x6 task-space mobility)')
+    """Λ = (J M^{-1} J^T + damping·1)^{-1} (6x6): the frame's inertia to wrenches, ``reference``."""
+    return _task_space(model, q, frame, reference, 0, damping, True, data)
 
 
 def translational_inertia(model, q, frame, damping=0.0, data=None):
@@ -79,15 +102,19 @@ def translational_inertia(model, q, frame, damping=0.0, data=None):
 
     Not the lower-right block of the 6x6 Λ: that one holds the frame's rotation fixed.
     """
-    return _inverse(_mobility(model, q, frame, LOCAL_WORLD_ALIGNED, 3, data), damping,
-                    'J_v M^-1 J_v^T (3x3 translational mobility)')
+    return _task_space(model, q, frame, LOCAL_WORLD_ALIGNED, 3, damping, True, data)
 
 
 def effective_mass(model, q, frame, direction, data=None):
     """m_u = 1 / (u^T J_v M^{-1} J_v^T u) along the unit direction u (base axes) at the origin."""
-    u = np.asarray(direction, dtype=float).reshape(3)
-    norm = np.linalg.norm(u)
-    if not norm > 0.0:
-        raise ValueError(f'direction must be a non-zero 3-vector, got {direction}')
+    try:
+        u = np.asarray(direction, dtype=float)
+    except (TypeError, ValueError):
+        u = np.full(0, np.nan)
+    norm = np.linalg.norm(u) if u.shape == (3,) else np.nan
+    if not 0.0 < norm < np.inf:
+        raise ValueError(f'direction must be a finite non-zero 3-vector (base axes), got '
+                         f'{direction!r}')
     u = u / norm
-    return 1.0 / (u @ _mobility(model, q, frame, LOCAL_WORLD_ALIGNED, 3, data) @ u)
+    Phi = _task_space(model, q, frame, LOCAL_WORLD_ALIGNED, 3, 0.0, False, data)
+    return 1.0 / (Phi @ u @ u)

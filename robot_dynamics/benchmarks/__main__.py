@@ -1,0 +1,4 @@
+"""``python -m robot_dynamics.benchmarks``."""
+from . import main
+
+main()

@@ -1,0 +1,70 @@
+"""Markdown tables, the JSON record and the log-log plot of a benchmark run."""
+import json
+
+
+def table(header, rows):
+    """A markdown table of ``rows`` (lists of cells) under ``header``."""
+    lines = ['| ' + ' | '.join(header) + ' |', '|' + '---|' * len(header)]
+    return '\n'.join(lines + ['| ' + ' | '.join(str(c) for c in row) + ' |' for row in rows])
+
+
+def _us(x):
+    return '–' if x is None else f'{x:.2f}' if x < 100 else f'{x:.0f}'
+
+
+def single_table(rows):
+    return table(['function', 'ours µs', 'Pinocchio µs', 'ratio', 'target'],
+                 [[r['function'], _us(r['ours_us']), _us(r['pinocchio_us']),
+                   f"{r['ratio']:.2f}", f"≤ {r['target']:.1f}"] for r in rows])
+
+
+def batch_table(rows):
+    threads = rows[0]['threads']
+    return table(['function', 'N', 'ours µs/state', f'ours, {threads} threads µs/state',
+                  'Pinocchio loop µs/state', 'speed-up', f'speed-up, {threads} threads'],
+                 [[r['function'], r['states'], _us(r['ours_us']), _us(r['threaded_us']),
+                   _us(r['pinocchio_us']), f"{r['speedup']:.1f}x",
+                   f"{r['threaded_speedup']:.1f}x" if 'threaded_speedup' in r else '–']
+                  for r in rows])
+
+
+COMPLEXITY = [('rnea', 'rnea'), ('rnea_batch', 'rnea, batched'),
+              ('mass_matrix', 'mass_matrix'), ('mass_matrix_batch', 'mass_matrix, batched'),
+              ('closed_form', 'AᵀLᵀGLA (numpy)'), ('pinocchio_rnea', 'Pinocchio rnea'),
+              ('pinocchio_crba', 'Pinocchio crba')]
+
+
+def complexity_table(rows, fits):
+    body = [[r['n'], *(_us(r[k]) for k, _ in COMPLEXITY)] for r in rows]
+    body.append(['**exponent k**', *(f'**{fits[k]:.2f}**' for k, _ in COMPLEXITY)])
+    return table(['n', *(f'{label} µs' for _, label in COMPLEXITY)], body)
+
+
+def startup_table(rows):
+    return table(['first call of', 'cold cache s', 'warm cache s'],
+                 [[r['stage'], f"{r['cold_s']:.2f}", f"{r['warm_s']:.3f}"] for r in rows])
+
+
+def plot(rows, fits, path):
+    """Log-log time vs n of the complexity rows, with the fitted exponents in the legend."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    n = [r['n'] for r in rows]
+    figure, axes = plt.subplots(figsize=(7, 5))
+    for key, label in COMPLEXITY:
+        style = '--' if key.startswith('pinocchio') else ':' if key.endswith('batch') else '-'
+        axes.loglog(n, [r[key] for r in rows], style, marker='o',
+                    label=f'{label} (k = {fits[key]:.2f})')
+    axes.set_xlabel('revolute joints n (random chain)')
+    axes.set_ylabel('time per call or per state, µs')
+    axes.set_title('robot_dynamics complexity (t ~ n^k)')
+    axes.grid(True, which='both', alpha=0.3)
+    axes.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)
+
+
+def save(results, path):
+    path.write_text(json.dumps(results, indent=1))

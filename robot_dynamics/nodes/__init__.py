@@ -1,0 +1,1 @@
+"""ROS 2 nodes: thin rclpy glue from parameters and messages to robot_dynamics.core objects."""

@@ -1,0 +1,139 @@
+"""wrench_estimator: external joint torques and the end-effector wrench from joint torques.
+
+A first-order generalized-momentum observer (robot_dynamics.core.observers) on the measured
+joint efforts of ``joint_states``; every joint sees a step of external torque as
+1 - exp(-K t), K = ``observer_gain``. The wrench is F = (J Jᵀ + λ² I)⁻¹ J τ_ext with
+λ = ``damping`` · σ_max(J): the damping is relative to J's largest singular value, so it has no
+unit and shrinks each singular direction by σ²/(σ² + λ²) (1e-3: negligible away from
+singularities, bounded near them).
+
+``reference_frame`` = the base link: moment about the tip origin and force, both in base axes
+(Franka's O_F_ext_hat_K convention); = the tip link: both in tip axes. ``frame_id`` names it.
+Changing the payload or the gains re-anchors the observer; the tare bias is kept.
+"""
+import dataclasses
+import time
+
+import numpy as np
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
+
+import robot_dynamics as rd
+from robot_dynamics.core.observers import MomentumObserver
+
+from .common import (MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
+                     JointStateReader, Param, main as run_node, seconds, state_qos, to_array)
+
+DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    gain: np.ndarray       # model order, 1/s
+    frame: str             # frame_id of ~/wrench
+    reference: object      # rd.LOCAL_WORLD_ALIGNED or rd.LOCAL
+    damping: float
+
+
+class WrenchEstimator(ArmNode):
+    """Joint states in, ~/external_joint_torques and ~/wrench out, once per joint state."""
+
+    NAME = 'wrench_estimator'
+    PARAMS = MODEL_PARAMS + STATE_PARAMS + (
+        Param('observer_gain', [], 'double[]', f'observer gain K, 1/s (empty: {DEFAULT_GAIN} '
+              'for every joint)', per_joint=True),
+        Param('damping', 1e-3, 'double', 'damping of the pseudo-inverse of J^T, relative to the '
+              'largest singular value of J', range=(0.0, 1.0)),
+        Param('reference_frame', '', 'string', 'frame of ~/wrench: the base link (moment about '
+              'the tip, base axes) or the tip link (tip axes); empty: the base link'),
+    )
+
+    def __init__(self):
+        self.config = self.observer = self.reader = None
+        self.last_stamp = None
+        super().__init__(self.NAME)
+        self.wrench_publisher = self.create_publisher(WrenchStamped, '~/wrench', 10)
+        self.torque_publisher = self.create_publisher(JointState, '~/external_joint_torques', 10)
+        # depth 10: the observer integrates momentum, so it takes every state, a little late
+        # after a hiccup rather than skipping some (which costs accuracy)
+        self.create_subscription(JointState, 'joint_states', self.on_joint_state,
+                                 state_qos(self.values['joint_states_reliability'], 10))
+        self.create_service(Trigger, '~/tare', self.on_tare)
+        self.load_model()
+
+    def configure(self, values, arm):
+        n = arm.model.nv
+        gain = (arm.per_joint(values, 'observer_gain') if len(values['observer_gain'])
+                else np.full(n, DEFAULT_GAIN))
+        if not (gain > 0).all():
+            raise ConfigError(f"observer_gain must be > 0, got {values['observer_gain']}")
+        frame = values['reference_frame'] or arm.model.base
+        frames = {arm.model.base: rd.LOCAL_WORLD_ALIGNED, arm.model.tip: rd.LOCAL}
+        if frame not in frames or arm.model.tip is None:
+            raise ConfigError(f"reference_frame must be the base '{arm.model.base}' or the tip "
+                              f"'{arm.model.tip}' link, got '{frame}'")
+        return Config(gain, frame, frames[frame], values['damping'])
+
+    def apply(self, config):
+        if self.observer is None:
+            self.observer = MomentumObserver(self.arm.model, config.gain,
+                                             max_dt=self.values['state_timeout'])
+        else:  # a new model or gain: re-anchored at the next state, tare bias kept
+            self.observer.model, self.observer.gain = self.arm.model, config.gain
+            self.observer.max_dt = self.values['state_timeout']
+        self.config = config
+        self.reader = JointStateReader(self.arm.model.joint_names)
+        self.torques = JointState(name=list(self.arm.joints))
+        self.wrench = WrenchStamped()
+        self.wrench.header.frame_id = config.frame
+
+    def on_joint_state(self, msg):
+        if self.config is None:
+            return
+        try:
+            state = self.reader.read(msg)
+            if state is None:
+                return
+            q, v, effort = state
+            if v is None or effort is None:
+                raise BadInput('the observer needs velocity and effort for every joint')
+        except BadInput as error:
+            self.warn(f'joint_states ignored: {error}')
+            return
+        stamp = seconds(msg.header.stamp) or time.time()
+        dt = 0.0 if self.last_stamp is None else stamp - self.last_stamp
+        if dt > self.values['state_timeout']:
+            self.get_logger().warning(f'no joint_states for {dt:.3f} s: observer restarted',
+                                      throttle_duration_sec=1.0)
+        self.last_stamp = stamp
+        tau_ext = self.observer.update(q, v, effort, dt)
+        wrench = self.observer.wrench(q, tau_ext, self.arm.model.tip, self.config.reference,
+                                      self.config.damping)
+        self.publish(msg.header.stamp, tau_ext, wrench)
+
+    def publish(self, stamp, tau_ext, wrench):
+        self.torques.header.stamp = self.wrench.header.stamp = stamp
+        self.torques.effort = to_array(self.arm.to_joints(tau_ext))
+        self.torque_publisher.publish(self.torques)
+        w = self.wrench.wrench
+        (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench.tolist()
+        self.wrench_publisher.publish(self.wrench)
+
+    def on_tare(self, request, response):
+        if self.last_stamp is None:
+            response.success, response.message = False, 'no joint state received yet'
+            return response
+        self.observer.tare()
+        bias = np.round(self.arm.to_joints(self.observer.bias), 4).tolist()
+        response.success, response.message = True, f'tared: bias {bias} (joints order)'
+        self.get_logger().info(response.message)
+        return response
+
+
+def main(args=None):
+    return run_node(WrenchEstimator, args)
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

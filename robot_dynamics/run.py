@@ -1,0 +1,156 @@
+"""Run a setup of robot_dynamics.bringup as processes, as ``ros2 launch`` does, on loopback DDS.
+
+    python -m robot_dynamics.run simulated_arm --robot panda [--mode computed_torque]
+        [--urdf FILE] [--config FILE] [--set NODE:PARAM:=VALUE ...] [--duration S]
+        [--domain-id N]
+
+Each node runs as ``python -m robot_dynamics.nodes.<executable> --ros-args -r __node:=<name>
+--params-file config/<robot>.yaml --params-file <generated: the bring-up's parameters>``.
+DDS stays on 127.0.0.1 (FASTDDS_DEFAULT_PROFILES_FILE = config/fastdds_loopback.xml,
+RMW_IMPLEMENTATION = rmw_fastrtps_cpp) in a ROS_DOMAIN_ID of its own: the given one, else a free
+one from 1..101 held by a lock file in the temp directory while the run lasts, so parallel runs
+never share a domain. The domain is printed: ``ROS_DOMAIN_ID=<id>`` plus the same two variables
+let other tools join.
+"""
+import argparse
+import fcntl
+import os
+import pathlib
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+from robot_dynamics import bringup
+
+DOMAIN_IDS = range(1, 102)  # 0 is everyone's default; above 101 the port numbers run out
+
+
+def allocate_domain_id():
+    """(domain id, open lock file): a domain no other run of this function holds."""
+    ids = list(DOMAIN_IDS)
+    random.shuffle(ids)
+    for domain in ids:
+        lock = open(pathlib.Path(tempfile.gettempdir()) / f'robot_dynamics_domain_{domain}.lock',
+                    'w')
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return domain, lock
+        except OSError:
+            lock.close()
+    raise RuntimeError(f'every ROS_DOMAIN_ID in {DOMAIN_IDS} is taken by another run')
+
+
+def loopback_environment(domain_id, log_dir, base=None):
+    """The environment of every process of a run: loopback DDS, its domain, logs in log_dir."""
+    env = dict(os.environ if base is None else base)
+    env.update(ROS_DOMAIN_ID=str(domain_id), RMW_IMPLEMENTATION='rmw_fastrtps_cpp',
+               FASTDDS_DEFAULT_PROFILES_FILE=bringup.config_file('fastdds_loopback.xml'),
+               ROS_LOG_DIR=str(log_dir), PYTHONUNBUFFERED='1', RCUTILS_COLORIZED_OUTPUT='0',
+               RCUTILS_LOGGING_BUFFERED_STREAM='0')
+    return env
+
+
+def node_command(spec, work_dir):
+    """Command line of one node.
+
+    The bring-up's parameters go in a generated file under the node's name, after the robot's
+    file, as launch_ros does with a dict: for one node name, the later file wins (``-p`` would
+    not: rcl files it under "/**", below the node sections).
+    """
+    argv = [sys.executable, '-m', f'robot_dynamics.nodes.{spec.executable}', '--ros-args',
+            '-r', f'__node:={spec.name}', '--params-file', spec.params_file]
+    if spec.parameters:
+        path = pathlib.Path(work_dir) / f'{spec.name}.params.yaml'
+        path.write_text(yaml.safe_dump({spec.name: {'ros__parameters': spec.parameters}}))
+        argv += ['--params-file', str(path)]
+    return argv
+
+
+class Processes:
+    """The processes of one run; stop() interrupts them all (SIGINT, then SIGKILL)."""
+
+    def __init__(self, specs, env, work_dir, output=None):
+        """output: None to inherit stdout/stderr, or a directory for <name>.log files."""
+        self.procs = {}
+        for spec in specs:
+            out = None
+            if output is not None:
+                out = open(pathlib.Path(output) / f'{spec.name}.log', 'w')
+            self.procs[spec.name] = subprocess.Popen(
+                node_command(spec, work_dir), env=env, stdout=out,
+                stderr=subprocess.STDOUT if out else None)
+
+    def exited(self):
+        """{name: return code} of the processes that have ended."""
+        return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
+
+    def stop(self, timeout=5.0):
+        for p in self.procs.values():
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + timeout
+        for p in self.procs.values():
+            try:
+                p.wait(max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                p.send_signal(signal.SIGUSR1)  # the node prints its stacks (faulthandler)
+                time.sleep(0.2)
+                p.kill()
+                p.wait()
+        return {n: p.returncode for n, p in self.procs.items()}
+
+
+def parse_overrides(items):
+    """['node:param:=value', ...] -> {node: {param: value}} (values parsed as YAML, like -p)."""
+    overrides = {}
+    for item in items:
+        target, sep, value = item.partition(':=')
+        node, colon, param = target.partition(':')
+        if not (sep and colon and node and param):
+            raise SystemExit(f'--set expects NODE:PARAM:=VALUE, got {item!r}')
+        overrides.setdefault(node, {})[param] = yaml.safe_load(value)
+    return overrides
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog='python -m robot_dynamics.run',
+                                     description=__doc__.split('\n\n')[0])
+    parser.add_argument('setup', choices=list(bringup.SETUPS))
+    for name, (default, text) in bringup.ARGUMENTS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", default=default, help=text)
+    parser.add_argument('--set', action='append', default=[], metavar='NODE:PARAM:=VALUE',
+                        help='a parameter for one node, after the parameter files')
+    parser.add_argument('--duration', type=float, help='stop after this many seconds')
+    parser.add_argument('--domain-id', type=int, help='ROS_DOMAIN_ID (default: a free one)')
+    args = parser.parse_args(argv)
+    specs = bringup.nodes(args.setup, robot=args.robot, urdf=args.urdf,
+                          use_description_topic=args.use_description_topic, config=args.config,
+                          mode=args.mode, overrides=parse_overrides(args.set))
+    domain, lock = (args.domain_id, None) if args.domain_id is not None else allocate_domain_id()
+    with tempfile.TemporaryDirectory(prefix='robot_dynamics_run_') as work:
+        env = loopback_environment(domain, work)
+        print(f'ROS_DOMAIN_ID={domain} RMW_IMPLEMENTATION=rmw_fastrtps_cpp '
+              f"FASTDDS_DEFAULT_PROFILES_FILE={env['FASTDDS_DEFAULT_PROFILES_FILE']}", flush=True)
+        procs = Processes(specs, env, work)
+        end = time.monotonic() + args.duration if args.duration else float('inf')
+        try:
+            while time.monotonic() < end and not procs.exited():
+                time.sleep(0.1)
+        except KeyboardInterrupt:
+            pass
+        failed = {n: c for n, c in procs.exited().items() if c}
+        procs.stop()
+    if lock:
+        lock.close()
+    for name, code in failed.items():
+        print(f'{name} exited with status {code}', file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

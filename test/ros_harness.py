@@ -1,0 +1,266 @@
+"""Helpers for tests with real node processes over real DDS (loopback only, a domain per run).
+
+``session()`` sets the test process up once: a free ROS_DOMAIN_ID (robot_dynamics.run's lock, so
+parallel test runs never share one), the loopback Fast DDS profile, rclpy, and a probe node
+spinning in a background thread. ``session().launch(specs)`` starts nodes exactly as the runner
+does (one process each, logs in files); the probe records topics and calls parameter services.
+"""
+import atexit
+import os
+import pathlib
+import re
+import shutil
+import tempfile
+import threading
+import time
+
+import rclpy
+from builtin_interfaces.msg import Duration, Time
+from rcl_interfaces.msg import Parameter as ParameterMsg
+from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+from robot_dynamics import run
+
+RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
+BEST_EFFORT = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
+
+_session = None
+
+
+def stamp_of(msg):
+    """A stamped message's header stamp, s."""
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def to_time(t):
+    sec, nanosec = divmod(int(round(t * 1e9)), 10**9)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def to_duration(t):
+    sec, nanosec = divmod(int(round(t * 1e9)), 10**9)
+    return Duration(sec=sec, nanosec=nanosec)
+
+
+def warm_numba_cache():
+    """Compile (or load) in this process every kernel the nodes use.
+
+    Node start-up times are then measured with a warm numba cache.
+    """
+    import numpy as np
+    import robot_dynamics as rd
+    from robot_dynamics.core.control import ComputedTorque
+    from robot_dynamics.core.observers import MomentumObserver
+    model = rd.with_payload(rd.load_urdf(rd.robot_urdf('panda'), 'panda_link0',
+                                         'panda_hand_tcp'), 1.0, [0, 0, 0.1], np.eye(3) * 1e-3)
+    q, v = np.full(7, 0.1), np.full(7, 0.2)
+    data = rd.Data(model)
+    rd.forward_dynamics(model, q, v, rd.gravity(model, q, data=data), data=data)
+    rd.frame_jacobian(model, q, model.tip, rd.LOCAL, data=data)
+    ComputedTorque(model, np.ones(7), np.ones(7))(q, v, q, v, v)
+    observer = MomentumObserver(model, np.ones(7))
+    observer.update(q, v, v, 0.0)
+    observer.wrench(q, observer.update(q, v, v, 1e-3), model.tip)
+
+
+def session():
+    """The ROS session of the test process (created on first use, closed at exit)."""
+    global _session
+    if _session is None:
+        _session = RosSession()
+        atexit.register(_session.close)
+    return _session
+
+
+class RosSession:
+    """Domain, environment, rclpy and the probe of this test process."""
+
+    def __init__(self):
+        warm_numba_cache()   # node start-up times are then those of a warm cache
+        self.domain, self._lock = run.allocate_domain_id()
+        self.work = pathlib.Path(tempfile.mkdtemp(prefix='robot_dynamics_test_'))
+        self.env = run.loopback_environment(self.domain, self.work)
+        os.environ.update({k: self.env[k] for k in
+                           ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION', 'FASTDDS_DEFAULT_PROFILES_FILE',
+                            'ROS_LOG_DIR')})
+        rclpy.init()
+        self.probe = Probe()
+        self.executor = SingleThreadedExecutor()
+        self.executor.add_node(self.probe)
+        self.thread = threading.Thread(target=self.executor.spin, daemon=True)
+        self.thread.start()
+        self.launches = 0
+
+    def launch(self, specs):
+        self.launches += 1
+        return Launch(self, specs, self.work / f'launch{self.launches}')
+
+    def close(self):
+        self.executor.shutdown()
+        self.thread.join(5.0)
+        self.probe.destroy_node()
+        rclpy.try_shutdown()
+        self._lock.close()
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+class Launch:
+    """Node processes of one test; ``ready()`` waits for each node's 'ready' log line."""
+
+    def __init__(self, ros, specs, directory):
+        directory.mkdir()
+        self.directory, self.names = directory, [s.name for s in specs]
+        self.started = time.monotonic()
+        self.processes = run.Processes(specs, ros.env, directory, output=directory)
+
+    def log(self, name):
+        return (self.directory / f'{name}.log').read_text()
+
+    def logs(self):
+        return '\n'.join(f'--- {n} ---\n{self.log(n)[-3000:]}' for n in self.names)
+
+    def ready(self, timeout=90.0):
+        """{node: seconds from process start to its 'ready' line}; raises if a node exits."""
+        startup = {}
+        while len(startup) < len(self.names):
+            exited = self.processes.exited()
+            if exited:
+                raise RuntimeError(f'nodes exited: {exited}\n{self.logs()}')
+            if time.monotonic() - self.started > timeout:
+                raise TimeoutError(f'nodes not ready after {timeout} s\n{self.logs()}')
+            for name in self.names:
+                if name not in startup and ']: ready: ' in self.log(name):
+                    startup[name] = time.monotonic() - self.started
+            time.sleep(0.02)
+        return startup
+
+    def count(self, name, pattern):
+        """Number of log lines of a node matching a regular expression."""
+        return len(re.findall(pattern, self.log(name)))
+
+    def stop(self):
+        return self.processes.stop()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+
+
+class Recorder:
+    """Every message received on a topic, with its receipt time (time.time())."""
+
+    def __init__(self):
+        self.messages, self.times = [], []
+        self.event = threading.Condition()
+
+    def __call__(self, msg):
+        with self.event:
+            self.messages.append(msg)
+            self.times.append(time.time())
+            self.event.notify_all()
+
+    def __len__(self):
+        return len(self.messages)
+
+    def wait(self, count, timeout=5.0):
+        """Block until ``count`` messages in all; returns whether they came."""
+        with self.event:
+            return self.event.wait_for(lambda: len(self.messages) >= count, timeout)
+
+    def wait_for_more(self, n=1, timeout=5.0):
+        return self.wait(len(self) + n, timeout)
+
+    def last(self, timeout=10.0):
+        """The newest message (waiting for a first one)."""
+        assert self.wait(1, timeout), 'no message recorded'
+        return self.messages[-1]
+
+    def wait_for_stamp(self, t, timeout=10.0):
+        """Block until a message stamped at or after t (s) has arrived; returns it."""
+        with self.event:
+            assert self.event.wait_for(
+                lambda: self.messages and stamp_of(self.messages[-1]) >= t, timeout), \
+                f'no message stamped after {t}'
+            return self.messages[-1]
+
+
+class Probe(Node):
+    """The test's own node: records topics, publishes, and calls parameter services."""
+
+    def __init__(self):
+        super().__init__('test_probe')
+        self.clients_ = {}
+
+    def record(self, msg_type, topic, qos=RELIABLE):
+        recorder = Recorder()
+        recorder.subscription = self.create_subscription(msg_type, topic, recorder, qos)
+        return recorder
+
+    def stop_recording(self, *recorders):
+        """Destroy the recorders' subscriptions, in the executor's thread.
+
+        Destroying one from another thread while the executor waits on it kills the executor.
+        Every test module stops its recorders: the probe keeps up with a few 1 kHz topics only.
+        """
+        for recorder in recorders:
+            self.in_executor(self.destroy_subscription, recorder.subscription)
+
+    def remove_publishers(self, *publishers):
+        for publisher in publishers:
+            self.in_executor(self.destroy_publisher, publisher)
+
+    def in_executor(self, function, *args, timeout=5.0):
+        done = threading.Event()
+        task = self.executor.create_task(function, *args)
+        task.add_done_callback(lambda _: done.set())
+        self.executor.wake()
+        assert done.wait(timeout), f'the executor did not run {function}'
+        return task.result()
+
+    def wait_for_subscribers(self, publisher, count=1, timeout=10.0):
+        """Until ``count`` subscriptions are matched with the publisher."""
+        deadline = time.monotonic() + timeout
+        while publisher.get_subscription_count() < count:
+            assert time.monotonic() < deadline, f'no subscriber on {publisher.topic_name}'
+            time.sleep(0.02)
+
+    def wait_for_publishers(self, recorder, count=1, timeout=10.0):
+        """Until ``count`` publishers are matched with the recorder's subscription."""
+        deadline = time.monotonic() + timeout
+        while recorder.subscription.get_publisher_count() < count:
+            assert time.monotonic() < deadline, \
+                f'no publisher on {recorder.subscription.topic_name}'
+            time.sleep(0.02)
+
+    def call(self, srv_type, service, request, timeout=10.0):
+        client = self.clients_.get(service)
+        if client is None:
+            client = self.clients_[service] = self.create_client(srv_type, service)
+        assert client.wait_for_service(timeout), f'service {service} not available'
+        future = client.call_async(request)
+        done = threading.Event()
+        future.add_done_callback(lambda _: done.set())
+        assert done.wait(timeout), f'no answer from {service}'
+        return future.result()
+
+    def set_parameters(self, node, values):
+        """Set {name: value} one by one through the node's service; returns the results."""
+        params = [Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]
+        return self.call(SetParameters, f'/{node}/set_parameters',
+                         SetParameters.Request(parameters=params)).results
+
+    def get_parameters(self, node, *names):
+        values = self.call(GetParameters, f'/{node}/get_parameters',
+                           GetParameters.Request(names=list(names))).values
+        return {n: Parameter.from_parameter_msg(ParameterMsg(name=n, value=v)).value
+                for n, v in zip(names, values)}
+
+    def list_parameters(self, node):
+        return list(self.call(ListParameters, f'/{node}/list_parameters',
+                              ListParameters.Request()).result.names)
