@@ -21,7 +21,10 @@ from .core.algorithms.jacobians import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, Refer
 from .core.algorithms.rnea import gravity, nonlinear_effects, rnea
 from .core.algorithms.task_space import (effective_mass, inverse_task_space_inertia,
                                          task_space_inertia, translational_inertia)
+from .core.excitation import FourierTrajectory, excitation_trajectory
+from .core.identification import identify, identify_payload
 from .core.model import Data, Model, with_payload
+from .core.regressor import BaseParameters, base_parameters, parameter_vector, regressor
 from .core.robots import robot_urdf
 from .core.urdf import URDFError, load_urdf
 
@@ -31,4 +34,6 @@ __all__ = [
     'mass_matrix', 'coriolis_matrix', 'forward_dynamics', 'frame_pose', 'frame_jacobian',
     'frame_velocity', 'frame_bias_acceleration', 'task_space_inertia',
     'inverse_task_space_inertia', 'translational_inertia', 'effective_mass',
+    'regressor', 'parameter_vector', 'base_parameters', 'BaseParameters', 'identify',
+    'identify_payload', 'excitation_trajectory', 'FourierTrajectory',
 ]

@@ -18,7 +18,6 @@ budget).
 import time
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .regressor import base_parameters
 
@@ -128,6 +127,7 @@ def excitation_trajectory(model, period=10.0, harmonics=5, q0=None, velocity_lim
     ``time_budget`` seconds and ``evaluations`` cost evaluations (None: no limit); the best point
     seen is kept. The result carries ``condition_number`` and ``initial_condition_number``.
     """
+    from scipy.optimize import minimize  # imported here: slow, offline use only
     lower, upper = model.lower, model.upper
     velocity_limit = model.velocity_limit if velocity_limit is None else np.broadcast_to(
         np.asarray(velocity_limit, dtype=float), (model.nv,))
