@@ -35,6 +35,8 @@ ARGUMENTS = {
     'use_description_topic': ('false', 'true: pass no robot_description parameter; the nodes '
                                        'read the robot_description topic (robot_state_publisher)'),
     'config': ('', 'parameter file (empty: config/<robot>.yaml of this package)'),
+    'engine': ('', 'arm_simulator engine for simulated_arm: internal or mujoco (empty: the '
+                   "config file's, else internal)"),
     'mode': ('gravity_compensation', f"dynamics_controller mode for simulated_arm: "
                                      f"{', '.join(MODES)}"),
 }
@@ -66,7 +68,7 @@ def config_file(name):
 
 
 def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
-          mode='gravity_compensation', overrides=None):
+          mode='gravity_compensation', overrides=None, engine=''):
     """The NodeSpecs of a setup; ``overrides``: {node name: {parameter: value}} applied last."""
     if setup not in SETUPS:
         raise ValueError(f"unknown setup '{setup}'; known: {', '.join(SETUPS)}")
@@ -83,6 +85,8 @@ def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
         parameters = {**description, **parameters}
         if setup == 'simulated_arm' and name == 'dynamics_controller':
             parameters['mode'] = mode
+        if setup == 'simulated_arm' and name == 'arm_simulator' and engine:
+            parameters['engine'] = engine
         parameters.update((overrides or {}).get(name, {}))
         specs.append(NodeSpec(name, name, config or config_file(f'{robot}.yaml'), parameters))
     return specs

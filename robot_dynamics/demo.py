@@ -1,15 +1,23 @@
-"""The simulated arm under our controllers, end to end, and what happened.
+"""MuJoCo's arm under our controller and wrench estimator, end to end, and what happened.
 
-    python -m robot_dynamics.demo [--robot panda|ur5e]
+    python -m robot_dynamics.demo [--robot panda|ur5e] [--urdf PATH [--base LINK] [--tip LINK]]
+        [--out DIR]
 
-Starts the ``simulated_arm`` bring-up (arm_simulator, dynamics_controller, wrench_estimator:
-one process each, loopback DDS, a domain of their own) and drives it like a user would:
+Starts the ``simulated_arm`` bring-up with the MuJoCo engine (arm_simulator engine=mujoco,
+dynamics_controller, wrench_estimator: one process each, loopback DDS, a domain of their own)
+and drives it like a user would:
 
 1. the arm is released at its initial pose under gravity compensation: how far it drifts in 2 s;
 2. computed torque (a parameter change) and a JointTrajectory through waypoints: how well the
    arm follows the clamped cubic spline through them;
-3. a wrench applied at the tip: the estimator's wrench against the applied one, then ~/tare;
+3. the end effector is pushed (a wrench at the tip for 1 s): the estimator's wrench against the
+   applied one, then ~/tare;
 4. the controller's latency and the simulator's real-time factor, from /diagnostics.
+
+Prints a table of these figures and writes a figure (joint tracking error; estimated vs applied
+wrench over time) to DIR/<robot>_demo.png (DIR: ./demo_results). ``--urdf``: any arm URDF with
+inertials; base and tip default to the root and the deepest leaf of the longest chain, the
+initial pose to the middle of the joint ranges, the gains to those of the shipped configs.
 """
 import argparse
 import os
@@ -40,6 +48,8 @@ from robot_dynamics import bringup, run
 
 WAYPOINT_OFFSETS = np.array([0.0, 0.3, -0.2, 0.1, 0.0])  # rad, added to every joint, 1 s apart
 WRENCH = np.array([0.4, -0.3, 0.2, 6.0, -8.0, 12.0])      # moment (N m), force (N), base axes
+# MuJoCo; on a loaded machine, wait up to 0.1 s for a late command (simulated time slows down)
+SIMULATOR = {'engine': 'mujoco', 'command_wait': 0.1}
 
 
 def stamp(msg):
@@ -109,78 +119,183 @@ class Observer(Node):
             raise RuntimeError(f'{node} rejected {name}: {result.reason}')
 
 
+PUSH_TIME = 1.0   # s
+
+
 def gravity_compensation(observer, joints, q0):
-    if not observer.released.wait(60.0):
+    print('   waiting for the nodes (first start: numba compiles, up to a minute) ...', flush=True)
+    if not observer.released.wait(120.0):
         raise TimeoutError('no effort command: is the controller running?')
     # no more 1 kHz callbacks; destroyed in the executor's thread, where it is safe
     observer.executor.create_task(observer.destroy_subscription, observer.commands)
     released = observer.now()
-    observer.wait_until(released + 2.0)
+    progress(observer, released + 2.0, 'released under gravity compensation')
     t, q = observer.positions(joints, released, released + 2.0)
     return np.abs(q - q0).max(), t[-1] - t[0]
 
 
-def tracking(observer, joints):
+def progress(observer, until, what):
+    """Wait for the arm's clock to reach ``until``, printing a one-line progress bar."""
+    start = observer.now()
+    while observer.now() < until:
+        observer.wait_until(min(until, observer.now() + 0.25))
+        done = min(1.0, (observer.now() - start) / max(until - start, 1e-9))
+        print(f'\r   {what}: [{"#" * int(20 * done):20s}] {observer.now() - start:4.1f} s '
+              'simulated', end='', flush=True)
+    print(flush=True)
+
+
+def tracking(observer, joints, lower, upper):
     observer.set_parameter('dynamics_controller', 'mode', 'computed_torque')
     observer.wait_until(observer.now() + 0.3)
     q_now = observer.positions(joints, observer.now() - 0.01, np.inf)[1][-1]
     times = np.arange(len(WAYPOINT_OFFSETS), dtype=float)
     signs = np.where(np.arange(len(joints)) % 2, -1.0, 1.0)
-    waypoints = q_now + np.outer(WAYPOINT_OFFSETS, signs)
+    margin = np.minimum(0.05, 0.1 * (upper - lower))   # rad (m for a prismatic joint)
+    scale = np.minimum(1.0, 0.25 * (upper - lower))     # a finger's few cm: offsets in cm
+    waypoints = np.clip(q_now + np.outer(WAYPOINT_OFFSETS, signs * scale), lower + margin,
+                        upper - margin)
+    waypoints[0] = q_now
     start = observer.now() + 0.3
     msg = JointTrajectory(joint_names=list(joints))
     msg.header.stamp = ros_time(start)
     msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=ros_time(t, Duration))
                   for p, t in zip(waypoints, times)]
     observer.trajectory.publish(msg)
-    observer.wait_until(start + times[-1] + 0.3)
+    progress(observer, start + times[-1] + 0.3, 'computed torque along the trajectory')
     t, q = observer.positions(joints, start, start + times[-1] + 0.3)
     error = q - CubicSpline(times, waypoints, bc_type='clamped')(np.clip(t - start, 0, times[-1]))
-    return np.sqrt(np.mean(error ** 2)), np.abs(error).max(), times[-1]
+    return t - start, error, times[-1]
 
 
-def wrench_estimate(observer, base):
-    msg = WrenchStamped()
-    msg.header.frame_id = base
-    w = msg.wrench
-    (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = WRENCH.tolist()
-    before = stamp(observer.wrenches[-1])
-    observer.wrench.publish(msg)
+def vector(m):
+    w = m.wrench
+    return np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
 
-    def vector(m):
-        w = m.wrench
-        return np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
 
-    def onset():
-        """The first estimate above 5 % of the wrench (the observer crosses it within ~1 ms)."""
-        return next((stamp(m) for m in list(observer.wrenches) if stamp(m) > before and
-                     np.linalg.norm(vector(m)[3:]) > 0.05 * np.linalg.norm(WRENCH[3:])), None)
+def push(observer, base, wrench):
+    """Apply ``wrench`` at the tip for PUSH_TIME, then remove it; estimates around it; tare."""
+    def publish(w):
+        msg = WrenchStamped()
+        msg.header.frame_id = base
+        m = msg.wrench
+        (m.torque.x, m.torque.y, m.torque.z, m.force.x, m.force.y, m.force.z) = w.tolist()
+        observer.wrench.publish(msg)
 
-    deadline = time.monotonic() + 10.0
-    while (applied_at := onset()) is None:
+    before = observer.now()
+    publish(wrench)
+    applied_at = None
+    deadline = time.monotonic() + 20.0
+    while applied_at is None:   # the first estimate above 5 % of the push (within ~1 ms of it)
+        applied_at = next((stamp(m) for m in list(observer.wrenches) if stamp(m) > before and
+                           np.linalg.norm(vector(m)[3:]) > 0.05 * np.linalg.norm(wrench[3:])),
+                          None)
         if time.monotonic() > deadline:
             raise TimeoutError('the wrench estimator does not respond')
         time.sleep(0.01)
-    observer.wait_until(applied_at + 0.5)
-    estimate = vector([m for m in list(observer.wrenches) if stamp(m) <= applied_at + 0.3][-1])
+    progress(observer, applied_at + PUSH_TIME, 'pushing the end effector')
+    publish(np.zeros(6))
+    progress(observer, applied_at + PUSH_TIME + 0.5, 'released')
+    picked = [m for m in list(observer.wrenches) if before - 0.2 <= stamp(m)]
+    t = np.array([stamp(m) for m in picked]) - applied_at
+    estimates = np.array([vector(m) for m in picked])
+    settled = estimates[(t >= 0.3) & (t <= PUSH_TIME - 0.05)].mean(axis=0)
     newest = stamp(observer.wrenches[-1])
     observer.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
     while stamp(observer.wrenches[-1]) < newest + 0.3:
         time.sleep(0.01)
-    return estimate, np.linalg.norm(vector(observer.wrenches[-1])[3:])
+    return t, estimates, settled, np.linalg.norm(vector(observer.wrenches[-1])[3:])
+
+
+def chain_ends(urdf):
+    """(root link, deepest leaf of the longest chain) of a URDF's tree."""
+    import xml.etree.ElementTree as ET
+    joints = ET.fromstring(urdf).findall('joint')
+    parent = {j.find('child').get('link'): j.find('parent').get('link') for j in joints}
+    moving = {j.find('child').get('link') for j in joints if j.get('type') != 'fixed'}
+    links = {link for pair in parent.items() for link in pair}
+    root = next(iter(links - set(parent)))
+
+    def depth(link):   # (moving joints, all joints) up to the root
+        d = (0, 0)
+        while link in parent:
+            d = (d[0] + (link in moving), d[1] + 1)
+            link = parent[link]
+        return d
+
+    leaves = links - set(parent.values())
+    return root, max(sorted(leaves), key=depth)
+
+
+def arm_config(args, work):
+    """(config file, base, tip, joints, q0, lower, upper) for --robot or --urdf."""
+    import robot_dynamics as rd
+    if not args.urdf:
+        path = bringup.config_file(f'{args.robot}.yaml')
+        sim = yaml.safe_load(open(path))['arm_simulator']['ros__parameters']
+        model = rd.load_urdf(rd.robot_urdf(args.robot), sim['base'], sim['tip'])
+        order = [model.joint_names.index(j) for j in sim['joints']]
+        return (path, sim['base'], sim['tip'], sim['joints'], np.array(sim['initial_position']),
+                model.lower[order], model.upper[order])
+    urdf = pathlib.Path(args.urdf).read_text()
+    root, leaf = chain_ends(urdf)
+    model = rd.load_urdf(urdf, args.base or root, args.tip or leaf)
+    lower, upper = model.lower, model.upper
+    q0 = np.where(np.isfinite(lower) & np.isfinite(upper), (lower + upper) / 2, 0.3)
+    n, joints = model.nv, list(model.joint_names)
+    common = dict(base=model.base, tip=model.tip, joints=joints)
+    config = {
+        'dynamics_controller': {**common, 'kp': [400.0] * n, 'kd': [40.0] * n,
+                                'state_timeout': 0.1},
+        'wrench_estimator': {**common, 'observer_gain': [50.0] * n, 'damping': 0.001,
+                             'reference_frame': model.base, 'state_timeout': 0.1},
+        'arm_simulator': {**common, 'initial_position': q0.tolist()}}
+    path = pathlib.Path(work) / 'arm.yaml'
+    path.write_text(yaml.safe_dump({k: {'ros__parameters': v} for k, v in config.items()}))
+    return str(path), model.base, model.tip, joints, q0, lower, upper
+
+
+def plot(path, title, tracking, push):
+    """Joint tracking error and estimated vs applied wrench over time, as a PNG."""
+    import matplotlib
+    matplotlib.use('Agg')
+    import matplotlib.pyplot as plt
+    (t_track, error, joints), (t_push, estimates) = tracking, push
+    fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(9, 10))
+    top.plot(t_track, 1e3 * error, lw=0.8)
+    top.set(xlabel='time along the trajectory, s', ylabel='tracking error, mrad',
+            title=f'{title}: computed torque on MuJoCo')
+    top.legend(joints, fontsize=7, ncol=4)
+    applied = np.where(((t_push >= 0) & (t_push < PUSH_TIME))[:, None], WRENCH, 0.0)
+    for k, (axes, unit, rows) in enumerate(((middle, 'N', range(3, 6)),
+                                            (bottom, 'N m', range(3)))):
+        for i, name in zip(rows, 'xyz'):
+            line, = axes.plot(t_push, estimates[:, i], lw=1.0, label=f'estimated {name}')
+            axes.plot(t_push, applied[:, i], '--', color=line.get_color(), lw=1.0,
+                      label=f'applied {name}')
+        axes.set(xlabel='time since the push, s',
+                 ylabel=f"{'force' if k == 0 else 'moment'} at the tip, base axes, {unit}")
+        axes.legend(fontsize=7, ncol=3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog='python -m robot_dynamics.demo',
                                      description=__doc__.split('\n\n')[0])
     parser.add_argument('--robot', default='panda', choices=bringup.ROBOTS)
+    parser.add_argument('--urdf', help='an arm URDF with inertials instead of a shipped robot')
+    parser.add_argument('--base', help='base link (default: the URDF root)')
+    parser.add_argument('--tip', help='tip link (default: the deepest leaf)')
+    parser.add_argument('--out', default='demo_results', help='directory of the figure')
     args = parser.parse_args(argv)
-    config = yaml.safe_load(open(bringup.config_file(f'{args.robot}.yaml')))
-    sim = config['arm_simulator']['ros__parameters']
-    joints, q0 = sim['joints'], np.array(sim['initial_position'])
+    name = pathlib.Path(args.urdf).stem if args.urdf else args.robot
+    began = time.monotonic()
 
     domain, lock = run.allocate_domain_id()
     with tempfile.TemporaryDirectory(prefix='robot_dynamics_demo_') as work:
+        config, base, tip, joints, q0, lower, upper = arm_config(args, work)
         env = run.loopback_environment(domain, work)
         os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',
                                                'FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_LOG_DIR')})
@@ -190,33 +305,21 @@ def main(argv=None):
         executor.add_node(observer)
         spinner = threading.Thread(target=executor.spin, daemon=True)
         spinner.start()
-        print(f'starting arm_simulator, dynamics_controller, wrench_estimator ({args.robot}, '
-              f'ROS_DOMAIN_ID={domain}, loopback DDS; logs in {work})', flush=True)
-        processes = run.Processes(bringup.nodes('simulated_arm', robot=args.robot), env, work,
-                                  output=work)
+        print(f'{name} ({base} -> {tip}) on MuJoCo: arm_simulator, dynamics_controller, '
+              f'wrench_estimator (ROS_DOMAIN_ID={domain}, loopback DDS; logs in {work})',
+              flush=True)
+        specs = bringup.nodes('simulated_arm', robot=args.robot, urdf=args.urdf or '',
+                              config=config, overrides={'arm_simulator': SIMULATOR})
+        processes = run.Processes(specs, env, work, output=work)
         try:
+            print('1. release under gravity compensation', flush=True)
             drift, window = gravity_compensation(observer, joints, q0)
-            print(f'1. gravity compensation, released at q0 = {q0.tolist()}:\n'
-                  f'   largest joint motion in {window:.2f} s: {drift:.2e} rad')
-            rms, worst, duration = tracking(observer, joints)
-            print(f'2. computed torque, a {duration:.0f} s trajectory through '
-                  f'{len(WAYPOINT_OFFSETS)} waypoints:\n'
-                  f'   tracking error RMS {rms:.2e} rad, max {worst:.2e} rad')
-            estimate, tared = wrench_estimate(observer, sim['base'])
-            error = np.linalg.norm(estimate[3:] - WRENCH[3:]) / np.linalg.norm(WRENCH[3:])
-            np.set_printoptions(precision=3, suppress=True)
-            print(f'3. wrench at the tip (base axes), 0.3 s after applying it:\n'
-                  f'   applied   {WRENCH}\n   estimated {estimate}\n'
-                  f'   force error {100 * error:.2f} %; after ~/tare: {tared:.3f} N')
+            print(f'2. computed torque through {len(WAYPOINT_OFFSETS)} waypoints', flush=True)
+            t_track, error, duration = tracking(observer, joints, lower, upper)
+            print('3. a push at the end effector, then ~/tare', flush=True)
+            t_push, estimates, settled, tared = push(observer, base, WRENCH)
             controller = observer.diagnostics.get('dynamics_controller', {})
             simulator = observer.diagnostics.get('arm_simulator', {})
-            print(f"4. controller, joint state received -> effort published: median "
-                  f"{controller.get('compute_median_us')} µs, p99 "
-                  f"{controller.get('compute_p99_us')} µs\n"
-                  f"   simulator loop, state published -> command received: median "
-                  f"{simulator.get('loop_latency_median_us')} µs, p99 "
-                  f"{simulator.get('loop_latency_p99_us')} µs; real-time factor "
-                  f"{simulator.get('real_time_factor')}, overruns {simulator.get('overruns')}")
         finally:
             codes = processes.stop()
             executor.shutdown()
@@ -225,6 +328,35 @@ def main(argv=None):
             rclpy.try_shutdown()
             lock.close()
             report_logs(work, codes)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    figure = out / f'{name}_demo.png'
+    plot(figure, name, (t_track, error, joints), (t_push, estimates))
+    rms, worst = np.sqrt(np.mean(error ** 2)), np.abs(error).max()
+    force_error = np.linalg.norm(settled[3:] - WRENCH[3:])
+    moment_error = np.linalg.norm(settled[:3] - WRENCH[:3])
+    rows = [
+        ('gravity compensation drift', f'{drift:.1e} rad', f'max |q - q0| over {window:.1f} s'),
+        ('tracking error RMS', f'{rms:.1e} rad',
+         f'{duration:.0f} s, {len(WAYPOINT_OFFSETS)} waypoints'),
+        ('tracking error max', f'{worst:.1e} rad', ''),
+        ('push force, applied', f'{np.linalg.norm(WRENCH[3:]):.2f} N', 'at the tip'),
+        ('push force, estimate error', f'{force_error:.3f} N',
+         f'{100 * force_error / np.linalg.norm(WRENCH[3:]):.2f} %, 0.3-{PUSH_TIME - 0.05:.2f} s'),
+        ('push moment, estimate error', f'{moment_error:.3f} N m',
+         f'applied {np.linalg.norm(WRENCH[:3]):.2f} N m'),
+        ('force after ~/tare', f'{tared:.3f} N', ''),
+        ('controller latency', f"{controller.get('compute_median_us')} us",
+         f"median; p99 {controller.get('compute_p99_us')} us (state in -> effort out)"),
+        ('loop latency', f"{simulator.get('loop_latency_median_us')} us",
+         f"median; p99 {simulator.get('loop_latency_p99_us')} us (state out -> command in)"),
+        ('real-time factor', f"{simulator.get('real_time_factor')}",
+         f"overruns {simulator.get('overruns')}"),
+    ]
+    print(f'\n{name} on MuJoCo: measured')
+    for label, value, note in rows:
+        print(f'  {label:30s} {value:>14s}   {note}')
+    print(f'\nfigure: {figure.resolve()}\ndemo took {time.monotonic() - began:.0f} s')
     return 0
 
 

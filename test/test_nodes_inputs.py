@@ -60,7 +60,10 @@ class Controller:
         self.commands = self.probe.record(Float64MultiArray, 'effort_controller/commands')
         self.states = self.probe.create_publisher(JointState, 'joint_states', 10)
         self.launch = ros.launch(bringup.nodes('gravity_compensation', robot='panda', overrides={
-            'dynamics_controller': {'state_timeout': TIMEOUT}}))
+            'dynamics_controller': {'state_timeout': TIMEOUT,
+                                    # single commands against Pinocchio: no rate limit here
+                                    # (tested in test_nodes_faults.py)
+                                    'max_effort_rate': 1e9}}))
         self.pinocchio = Pinocchio()
 
     def state(self, q, v=None, names=None):

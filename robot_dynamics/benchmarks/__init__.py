@@ -3,9 +3,12 @@
 Prints markdown tables (one state on the Panda, batches of N states, random chains of n joints
 with fitted exponents, start-up with a cold and a warm numba cache) and writes them to
 DIR/benchmark.json with a log-log plot DIR/complexity.png (default DIR: ./benchmark_results).
-Times are medians over rounds in which our call and Pinocchio's alternate, so machine drift
-cancels in the ratios; the load average before and after is recorded, since other processes
-on the machine inflate both. Pinocchio (``pin``) and matplotlib are needed; numbers are
+
+Method: medians over rounds in which our call and Pinocchio's alternate, so that drift cancels
+in the ratios (the ratio is the median of the per-round ratios). Single-threaded code is timed
+in the CPU time of the calling thread, so that time the OS gives to other processes does not
+count; the multi-threaded column in wall time. BLAS runs on one thread (see __main__). The load
+average before and after is recorded. Pinocchio (``pin``) and matplotlib are needed; numbers are
 never asserted in the test suite.
 """
 import argparse

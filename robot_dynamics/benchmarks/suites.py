@@ -145,8 +145,7 @@ def complexity(sizes, rounds, states=1000):
                          'rnea_batch': 'rd.rnea(model, Q, Q, Q)',
                          'mass_matrix_batch': 'rd.mass_matrix(model, Q)',
                          'pinocchio_rnea': 'pin.rnea(pm, pd, qp, vp, ap)',
-                         'pinocchio_crba': 'pin.crba(pm, pd, qp)'}, namespace, rounds,
-                        clocks={'closed_form': WALL})   # BLAS may use several threads
+                         'pinocchio_crba': 'pin.crba(pm, pd, qp)'}, namespace, rounds)
         row = {k: float(np.median(x)) * US for k, x in t.items()}
         row['rnea_batch'] /= states
         row['mass_matrix_batch'] /= states
@@ -223,4 +222,5 @@ def machine():
         pass
     return dict(cpu=cpu, cores=os.cpu_count(), python=platform.python_version(),
                 numpy=np.__version__, numba=numba.__version__, pinocchio=pinocchio.__version__,
+                blas_threads=os.environ.get('OPENBLAS_NUM_THREADS'),
                 load_average=os.getloadavg(), date=time.strftime('%Y-%m-%d %H:%M'))

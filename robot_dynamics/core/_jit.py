@@ -1,16 +1,19 @@
 """The numba decorators of every kernel, and a compile cache that never serves stale code.
 
-``jit`` compiles a kernel lazily, in nopython mode, releasing the GIL. ``parallel(kernel)``
-compiles the same source again with ``parallel=True``, so that its ``numba.prange`` loops run on
-several threads (``prange`` is ``range`` everywhere else). ``NUMBA_DISABLE_JIT=1`` makes both
-return the plain Python function: the same code runs as Python.
+``jit`` compiles a kernel lazily, in nopython mode, releasing the GIL, with fused multiply-adds
+allowed (fastmath 'contract' only: rounding as good or better, nothing assumed about NaN or
+infinities). ``parallel(kernel)`` compiles the same source again with ``parallel=True``, so that
+its ``numba.prange`` loops run on several threads (``prange`` is ``range`` everywhere else).
+``NUMBA_DISABLE_JIT=1`` makes both return the plain Python function: the same code runs as
+Python.
 
 The compiled code is cached on disk. Numba stamps a cached kernel with its own source file only,
 so an edit in a helper it calls from another module would be served stale; here each kernel is
-stamped with a digest of every kernel source instead (SOURCES). The cache sits in
-``__pycache__`` beside the sources when that is writable, else in the user's cache directory
-(``$XDG_CACHE_HOME/numba``, default ``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both. With
-no writable place the kernels are compiled on every start instead.
+stamped with a digest of every kernel source too (SOURCES: the layout constants, spatial.py, the
+argument checks and the algorithms). The cache sits in ``__pycache__`` beside the sources when
+that is writable, else in the user's cache directory (``$XDG_CACHE_HOME/numba``, by default
+``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both. With no writable place the kernels are
+compiled on every start instead.
 """
 import hashlib
 import pathlib
@@ -21,14 +24,14 @@ import numba
 from numba.core import caching, dispatcher
 
 _CORE = pathlib.Path(__file__).resolve().parent
-SOURCES = sorted([_CORE / '_jit.py', _CORE / 'model.py', _CORE / 'spatial.py',
+SOURCES = sorted([_CORE / '_jit.py', _CORE / 'layout.py', _CORE / 'spatial.py',
                   _CORE / 'arguments.py', *(_CORE / 'algorithms').glob('*.py')])
 STAMP = hashlib.sha256(b''.join(path.read_bytes() for path in SOURCES)).hexdigest()
 
 
 class _Stamped:
-    def get_source_stamp(self):
-        return STAMP
+    def get_source_stamp(self):   # the kernel's own file (numba's stamp) and every kernel source
+        return super().get_source_stamp(), STAMP
 
 
 class _UserProvided(_Stamped, caching.UserProvidedCacheLocator):

@@ -9,7 +9,8 @@ function build the message (``argument_error``).
 import numpy as np
 
 from ._jit import jit
-from .model import WS_M, Data
+from .layout import WS_M
+from .model import Data
 
 F64 = np.dtype(float)
 BAD_DATA = 8                # the workspace belongs to a model of another size

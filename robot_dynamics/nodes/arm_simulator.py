@@ -1,9 +1,12 @@
 """arm_simulator: a simulated arm driven by effort commands, paced by the wall clock.
 
-Integration: semi-implicit (symplectic) Euler at a fixed step dt = 1/``rate``,
-v⁺ = v + dt q̈(q, v, τ), q⁺ = q + dt v⁺, with q̈ from robot_dynamics.forward_dynamics:
-one dynamics call per step (RK4 would take four) and no energy drift for a conservative arm.
-τ = clamp(command, URDF limits) − ``joint_damping`` v + Jᵀ F_ext.
+Engine (``engine``, robot_dynamics.simulation.make_engine): ``internal`` integrates
+robot_dynamics' own forward dynamics, ``mujoco`` MuJoCo on the same URDF (an independent physics
+engine: a loop closed through it cannot hide a mistake shared with our dynamics). Both take one
+classical RK4 step of dt = 1/``rate`` per state, with τ = clamp(command, URDF limits) and the
+external wrench held over the step (zero-order hold), and viscous ``joint_damping`` D.
+The simulated arm carries the ``payload.*`` parameters (changing them rebuilds the engine at the
+current state): with a controller that doesn't have them, the model mismatch of a real arm.
 
 Timing: step k is published with stamp t₀ + k dt, simulated time anchored at the system clock
 at start (no /clock, no use_sim_time: the stamps are the arm's clock, as a robot driver's are).
@@ -20,7 +23,8 @@ the loop latency: state published -> next effort command received.
 
 Brakes (``brakes``, default on): the arm holds ``initial_position`` until the first command.
 Reported effort: the joint torque a link-side torque sensor would measure, i.e. the clamped
-command minus the damping torque; while braked, the torque the brakes hold, g(q) − Jᵀ F_ext.
+command minus the damping torque, τ − D q̇ (q̇ at the start of the step); while braked, the torque
+the brakes hold, g(q) − Jᵀ F_ext, computed by the engine (MuJoCo's own for ``mujoco``).
 ``~/external_wrench`` (geometry_msgs/WrenchStamped) acts at the tip, frame_id = the base link
 (force and moment about the tip origin in base axes) or the tip link (tip axes); it stays until
 replaced (send zeros to remove it).
@@ -34,8 +38,9 @@ from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-import robot_dynamics as rd
 from robot_dynamics.core.control import clamp_effort
+from robot_dynamics.simulation import ENGINES, make_engine
+from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
 from .common import (COMMAND_QOS, MODEL_PARAMS, ArmNode, ConfigError, Param, Percentiles,
                      main as run_node, to_array)
@@ -47,6 +52,22 @@ SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 class Config:
     damping: np.ndarray     # model order, N m s/rad
     initial: np.ndarray     # model order
+    payload: dict           # make_engine's payload (None: none)
+
+    def same_arm(self, other):
+        """Whether an engine built for ``other`` simulates this arm (damping and payload)."""
+        return other is not None and np.array_equal(self.damping, other.damping) and \
+            repr(self.payload) == repr(other.payload)
+
+
+def engine_payload(values):
+    """The payload.* parameters as make_engine's payload dict (None for no payload)."""
+    ixx, ixy, ixz, iyy, iyz, izz = values['payload.inertia']
+    inertia = [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]
+    if values['payload.mass'] == 0.0 and not any(values['payload.inertia']):
+        return None
+    return dict(mass=float(values['payload.mass']), com=list(values['payload.com']),
+                inertia=inertia)
 
 
 class ArmSimulator(ArmNode):
@@ -54,6 +75,9 @@ class ArmSimulator(ArmNode):
 
     NAME = 'arm_simulator'
     PARAMS = MODEL_PARAMS + (
+        Param('engine', 'internal', 'string', 'simulation engine: internal (robot_dynamics '
+              'forward dynamics) or mujoco (MuJoCo on the same URDF)', read_only=True,
+              choices=ENGINES),
         Param('rate', 1000.0, 'double', 'integration and publishing rate, Hz', read_only=True,
               range=(1.0, 10000.0)),
         Param('joint_damping', [], 'double[]', 'viscous joint damping, N m s/rad (empty: none)',
@@ -70,10 +94,10 @@ class ArmSimulator(ArmNode):
     )
 
     def __init__(self):
-        self.config = self.q = None
-        self.external = None   # (wrench (6,), Jacobian reference) or None
+        self.config = self.engine = None
+        self.external = None   # (wrench (6,), 'base' or 'tip') or None
         super().__init__(self.NAME)
-        self.dt = 1.0 / self.values['rate']
+        self.dt = 1.0 / self.values['rate']   # before load_model: apply() builds the engine
         self.braked = self.values['brakes']
         self.publisher = self.create_publisher(JointState, 'joint_states', COMMAND_QOS)
         self.create_subscription(Float64MultiArray, 'effort_controller/commands',
@@ -94,17 +118,31 @@ class ArmSimulator(ArmNode):
             initial = arm.per_joint(values, 'initial_position')
         else:
             initial = np.clip(np.zeros(n), arm.model.lower, arm.model.upper)
-        return Config(damping, initial)
+        if values['engine'] == 'mujoco':
+            try:
+                import_mujoco()
+            except ImportError as error:
+                raise ConfigError(str(error)) from None
+        return Config(damping, initial, engine_payload(values))
 
     def apply(self, config):
-        self.config = config
-        if self.q is None:
-            m = self.arm.model
-            self.q, self.v = config.initial.copy(), np.zeros(m.nv)
+        """Build the engine; rebuild it at the current state when damping or payload change."""
+        if config.same_arm(self.config):
+            self.config = config
+            return
+        arm, m = self.arm, self.arm.model
+        start = config.initial if self.engine is None else arm.to_model(self.engine.q)
+        engine = make_engine(self.values['engine'], self.urdf, m.base, m.tip, arm.joints,
+                             arm.to_joints(start), self.dt, damping=arm.to_joints(config.damping),
+                             gravity=m.gravity, payload=config.payload)
+        if self.engine is None:
             self.tau = np.zeros(m.nv)       # clamped command, model order
-            self.effort = np.zeros(m.nv)    # reported joint torque, model order
-            self.data = rd.Data(m)
-            self.state = JointState(name=list(self.arm.joints))
+            self.effort = np.zeros(m.nv)    # reported joint torque, joints order
+            self.state = JointState(name=list(arm.joints))
+        else:
+            engine.set_state(self.engine.q, self.engine.v)
+            self.get_logger().info('simulated arm changed (damping or payload): engine rebuilt')
+        self.engine, self.config = engine, config
 
     # -- inputs --------------------------------------------------------------------------------
     def on_command(self, msg):
@@ -129,7 +167,7 @@ class ArmSimulator(ArmNode):
         if self.config is None:
             return
         m, w = self.arm.model, msg.wrench
-        references = {m.base: rd.LOCAL_WORLD_ALIGNED, m.tip: rd.LOCAL}
+        references = {m.base: 'base', m.tip: 'tip'}   # make_engine's wrench_frame
         wrench = np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
         if msg.header.frame_id not in references or m.tip is None or \
                 not np.isfinite(wrench).all():
@@ -140,36 +178,30 @@ class ArmSimulator(ArmNode):
         self.get_logger().info(f'external wrench {wrench.tolist()} in {msg.header.frame_id}')
 
     # -- simulation ----------------------------------------------------------------------------
-    def external_torque(self):
-        """Jᵀ F_ext for the wrench at the tip (zero without one)."""
-        if self.external is None:
-            return 0.0
-        wrench, reference = self.external
-        m = self.arm.model
-        return rd.frame_jacobian(m, self.q, m.tip, reference, data=self.data).T @ wrench
-
     def step(self):
-        m, tau_ext = self.arm.model, self.external_torque()
+        """One engine step (or, braked, none); ``effort`` (joints order) as the docstring says."""
+        sim, arm = self.engine, self.arm
+        wrench, frame = self.external or (None, 'base')
         if self.braked:
-            self.effort = rd.gravity(m, self.q, data=self.data) - tau_ext
+            self.effort = sim.holding_torque(wrench, frame)
             return
-        self.effort = self.tau - self.config.damping * self.v
+        q, v = sim.q.copy(), sim.v.copy()
+        tau = arm.to_joints(self.tau)
+        self.effort = tau - arm.to_joints(self.config.damping) * v
         try:
-            qdd = rd.forward_dynamics(m, self.q, self.v, self.effort + tau_ext, data=self.data)
+            sim.step(tau, wrench, frame)
         except ValueError as error:  # a diverged state: stop rather than publish garbage
-            self.braked, self.v = True, np.zeros(m.nv)
+            sim.set_state(q, np.zeros_like(v))
+            self.braked = True
             self.get_logger().error(f'simulation diverged ({error}): brakes engaged')
-            return
-        self.v = self.v + self.dt * qdd
-        self.q = self.q + self.dt * self.v
 
     def publish(self, stamp):
         self.previous_published_at, self.published_at = self.published_at, time.monotonic()
         s = self.state
         s.header.stamp.sec, s.header.stamp.nanosec = divmod(int(round(stamp * 1e9)), 10**9)
-        s.position = to_array(self.arm.to_joints(self.q))
-        s.velocity = to_array(self.arm.to_joints(self.v))
-        s.effort = to_array(self.arm.to_joints(self.effort))
+        s.position = to_array(self.engine.q)
+        s.velocity = to_array(self.engine.v)
+        s.effort = to_array(self.effort)
         self.publisher.publish(s)
 
     def spin(self, executor, stopped):
@@ -213,6 +245,7 @@ class ArmSimulator(ArmNode):
             executor.spin_once(timeout_sec=left)
 
     def publish_diagnostics(self, report):
+        report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report}
         status = DiagnosticStatus(
             level=DiagnosticStatus.OK, name=f'{self.get_name()}: simulation',
             message='braked' if self.braked else 'running', hardware_id=self.values['tip'],

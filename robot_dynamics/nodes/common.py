@@ -346,8 +346,8 @@ class ArmNode(Node):
 
     PARAMS = MODEL_PARAMS
 
-    def __init__(self, name):
-        super().__init__(name)
+    def __init__(self, name, **options):
+        super().__init__(name, **options)   # options: rclpy Node keywords (namespace, overrides)
         self.values = declare_parameters(self, self.PARAMS)
         check_choices(self.PARAMS, self.values)
         self.arm = self.urdf = None

@@ -11,24 +11,50 @@ could drive the arm), logs an error and publishes nothing more until states retu
 floats, gravity-compensated, where it was; it is not braked. When states return, computed torque
 resumes by holding the position it finds (bumpless). A real arm needs its own watchdog too (e.g.
 Franka's communication-loss reflex).
+
+Rate limit: consecutive commands differ by at most ``max_effort_rate`` · Δt per joint, Δt the
+wall time between them (the actuator sees commands in wall time; a burst of queued states thus
+moves the command little). The default, 1000 N m/s, is the joint torque rate limit of the Franka
+Control Interface ("Robot and interface specifications", frankaemika.github.io/docs). The first
+command after start is not limited (there is nothing before it from this node; both modes
+begin with τ ≈ g(q) at the measured pose). After state_timeout the command ramps at this rate
+to τ = g(q_last) before the node goes quiet. ``effort_limits`` clip after the rate limit, so a
+lowered limit takes effect at once.
+
+Joint states, while commanding: a state stamped before the newest accepted one (out of order),
+or whose stamp ran ahead of the previous one by more than the wall time between them plus
+state_timeout (a clock jump), is dropped and counted. After state_timeout the next state is
+accepted whatever its stamp (the publisher's clock is learned again, e.g. a restarted driver).
+
+References: a trajectory or streamed setpoint outside the joint limits is rejected. A
+trajectory whose first point has time_from_start > 0 is blended: the current reference is
+prepended at the start, and the quintic segments lead from it to the first point. A first point
+at time 0 farther than START_TOLERANCE from the current reference is rejected (it would be a
+step). Should a command still come out non-finite (absurd gains or states), the node holds the
+measured position and publishes τ = g(q) instead, with an error.
 """
 import dataclasses
 import time
 
 import numpy as np
-from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray, Header
+from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
+import robot_dynamics as rd
 from robot_dynamics.core.control import ComputedTorque, GravityCompensation, clamp_effort
 from robot_dynamics.core.trajectory import JointTrajectory
 
 from .common import (COMMAND_QOS, MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
-                     JointStateReader, Param, Percentiles, all_finite, main as run_node, seconds,
-                     state_qos, to_array)
+                     JointStateReader, Param, all_finite, main as run_node, seconds, state_qos,
+                     to_array)
+from .diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
+START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
+MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
+COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
+            'rate_limited_commands', 'non_finite_commands', 'timeouts')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +63,32 @@ class Config:
     gravity_compensation: GravityCompensation
     computed_torque: ComputedTorque   # None without gains
     effort_limits: np.ndarray         # model order, inf where unlimited
+    max_effort_rate: float            # N m/s
+
+
+def rate_limited(tau, previous, dt, rate):
+    """τ moved toward from ``previous`` by at most rate · dt per joint (τ itself if no previous)."""
+    if previous is None:
+        return tau
+    step = rate * max(dt, 0.0)
+    return np.clip(tau, previous - step, previous + step)
+
+
+def check_model(model):
+    """ConfigError unless g(q) and M(q) are finite and M(q) positive definite at a mid pose."""
+    q = np.clip(np.zeros(model.nv), model.lower, model.upper)
+    ok, smallest = inertia_health(rd.mass_matrix(model, q))
+    if not ok or not np.isfinite(rd.gravity(model, q)).all():
+        raise ConfigError(f'the model (with its payload) is not physical: smallest eigenvalue of '
+                          f'M(q) {smallest:.3g} at q = {q.tolist()}')
+
+
+def within_limits(model, q, what):
+    """BadInput unless the positions q (model order) are inside the joint limits."""
+    outside = (q < model.lower) | (q > model.upper)
+    if outside.any():
+        names = [model.joint_names[i] for i in np.flatnonzero(outside)]
+        raise BadInput(f'{what} outside the joint limits at {names}')
 
 
 class Setpoint:
@@ -61,13 +113,14 @@ class TimedTrajectory:
         return self.trajectory.sample(t - self.start)
 
 
-def trajectory_from_msg(msg, joint_names, start, current):
+def trajectory_from_msg(msg, model, start, current):
     """trajectory_msgs/JointTrajectory -> TimedTrajectory in model order.
 
     When the first point is later than the start, the current reference at the start is
-    prepended as point 0, so the reference is continuous when the new trajectory takes over.
+    prepended as point 0, so the reference is continuous when the new trajectory takes over
+    (blend); a first point at time 0 must be within START_TOLERANCE of it (else: rejected).
     """
-    names = list(msg.joint_names)
+    names, joint_names = list(msg.joint_names), model.joint_names
     if sorted(names) != sorted(joint_names):
         raise BadInput(f'joint_trajectory names {names} must be exactly the joints '
                        f'{list(joint_names)}')
@@ -84,11 +137,17 @@ def trajectory_from_msg(msg, joint_names, start, current):
 
     times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
     q, v, a = field('positions', True), field('velocities', False), field('accelerations', False)
+    for qk in q:
+        within_limits(model, qk, 'joint_trajectory point')
+    q0, v0, a0 = current.sample(start)
     if times[0] > 0:
-        q0, v0, a0 = current.sample(start)
         times, q = [0.0] + times, [q0] + q
         v = None if v is None else [v0] + v
         a = None if a is None else [a0] + a
+    elif not np.abs(q[0] - q0).max() <= START_TOLERANCE:
+        raise BadInput(f'joint_trajectory: the first point, at time 0, is '
+                       f'{np.abs(q[0] - q0).max():.3g} from the current reference (more than '
+                       f'{START_TOLERANCE}): give it a time_from_start > 0 to blend')
     try:
         return TimedTrajectory(JointTrajectory(times, q, v, a), start)
     except ValueError as error:
@@ -108,18 +167,21 @@ class DynamicsController(ArmNode):
         Param('kd', [], 'double[]', 'computed torque velocity gains, 1/s', per_joint=True),
         Param('effort_limits', [], 'double[]', 'commands are clamped to +-limit, N m (N); '
               'empty: the URDF effort limits', per_joint=True),
+        Param('max_effort_rate', MAX_EFFORT_RATE, 'double', 'largest rate of change of each '
+              'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
     )
 
-    def __init__(self):
+    def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
-        self.q_last, self.last_state, self.commanding = None, None, False
-        self.published = self.rejected = self.clamped = 0
-        self.latency = Percentiles(('compute', 'state_age'))
-        self.t_last, self.checked_at = None, time.monotonic()
-        super().__init__(self.NAME)
+        self.q_last, self.last_state, self.commanding, self.stopping = None, None, False, False
+        self.tau_last = self.published_at = None   # the last command (model order), its time
+        self.t_last = None
+        self.monotonic = time.monotonic            # the clock of the rate limit and timeouts
+        self.checked_at = time.monotonic()
+        super().__init__(self.NAME, **options)
         self.publisher = self.create_publisher(Float64MultiArray, 'effort_controller/commands',
                                                COMMAND_QOS)
-        self.diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
         self.command = Float64MultiArray()
         # depth 1: a controller acts on the newest state and skips any it could not serve
         self.create_subscription(JointState, 'joint_states', self.on_joint_state,
@@ -127,11 +189,11 @@ class DynamicsController(ArmNode):
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.create_timer(0.02, self.check_stale)
-        self.create_timer(1.0, self.publish_diagnostics)
         self.load_model()
 
     # -- configuration -------------------------------------------------------------------------
     def configure(self, values, arm):
+        check_model(arm.model)
         limits = arm.model.effort_limit
         if len(values['effort_limits']):
             limits = arm.per_joint(values, 'effort_limits')
@@ -146,7 +208,8 @@ class DynamicsController(ArmNode):
             ct = ComputedTorque(arm.model, kp, kd)
         if values['mode'] == COMPUTED_TORQUE and ct is None:
             raise ConfigError('computed_torque needs kp and kd, one value per joint')
-        return Config(values['mode'], GravityCompensation(arm.model), ct, np.array(limits))
+        return Config(values['mode'], GravityCompensation(arm.model), ct, np.array(limits),
+                      float(values['max_effort_rate']))
 
     def apply(self, config):
         if config.mode != (self.config and self.config.mode):
@@ -163,6 +226,7 @@ class DynamicsController(ArmNode):
     # -- inputs --------------------------------------------------------------------------------
     def on_joint_state(self, msg):
         received = time.perf_counter()
+        self.diagnostics.received()
         if self.config is None:
             self.get_logger().warning('no model yet: waiting for robot_description',
                                       throttle_duration_sec=2.0)
@@ -173,17 +237,29 @@ class DynamicsController(ArmNode):
                 return
             q, v, _ = state
             t = seconds(msg.header.stamp) or time.time()
+            self.check_stamp(t)
             self.on_valid_state(q, t)
             tau = self.control(q, v, t)
         except BadInput as error:
-            self.rejected += 1
+            self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
         if self.publish(tau):
-            self.latency.add(time.perf_counter() - received, time.time() - t)
+            self.diagnostics.time(time.perf_counter() - received, time.time() - t)
+
+    def check_stamp(self, t):
+        """Out of order or a clock jump while commanding: BadInput (see the module docstring)."""
+        if not self.commanding or self.t_last is None:
+            return
+        if t < self.t_last:
+            raise BadInput(f'out of order: stamped {self.t_last - t:.4f} s before the newest')
+        allowed = self.monotonic() - self.last_state + self.values['state_timeout']
+        if t - self.t_last > allowed:
+            raise BadInput(f'stamp jumped {t - self.t_last:.4f} s ahead (more than {allowed:.4f}'
+                           ' s of wall time and state_timeout)')
 
     def on_valid_state(self, q, t):
-        self.last_state, self.t_last = time.monotonic(), t
+        self.last_state, self.t_last = self.monotonic(), t
         if not self.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
             self.reference, self.pending = Setpoint(q), None
@@ -198,7 +274,14 @@ class DynamicsController(ArmNode):
             raise BadInput('computed_torque needs joint velocities')
         if self.pending is not None and t >= self.pending.start:
             self.reference, self.pending = self.pending, None
-        return self.config.computed_torque(q, v, *self.reference.sample(t))
+        tau = self.config.computed_torque(q, v, *self.reference.sample(t))
+        if not all_finite(tau):
+            self.diagnostics.count('non_finite_commands')
+            self.get_logger().error('non-finite computed torque: holding the measured position, '
+                                    'publishing g(q)', throttle_duration_sec=1.0)
+            self.reference, self.pending = Setpoint(q), None
+            tau = self.config.gravity_compensation(q)
+        return tau
 
     def on_trajectory(self, msg):
         if not self.tracking('joint_trajectory'):
@@ -210,8 +293,9 @@ class DynamicsController(ArmNode):
             return
         current = self.pending if self.pending and start >= self.pending.start else self.reference
         try:
-            self.pending = trajectory_from_msg(msg, self.arm.model.joint_names, start, current)
+            self.pending = trajectory_from_msg(msg, self.arm.model, start, current)
         except BadInput as error:
+            self.diagnostics.count('rejected_references')
             self.warn(str(error))
             return
         self.get_logger().info(f'joint_trajectory: {len(msg.points)} points, '
@@ -224,65 +308,76 @@ class DynamicsController(ArmNode):
             q, v, _ = JointStateReader(self.arm.model.joint_names).read(msg) or (None,) * 3
             if q is None:
                 raise BadInput(f'reference names none of the joints {list(self.arm.joints)}')
+            within_limits(self.arm.model, q, 'reference')
         except BadInput as error:
+            self.diagnostics.count('rejected_references')
             self.warn(f'reference ignored: {error}')
             return
         self.reference, self.pending = Setpoint(q, v), None
 
     def tracking(self, what):
         if self.config is None or self.config.mode != COMPUTED_TORQUE or self.q_last is None:
+            self.diagnostics.count('rejected_references')
             self.warn(f'{what} ignored: tracking needs mode computed_torque and joint states')
             return False
         return True
 
     # -- outputs -------------------------------------------------------------------------------
     def publish(self, tau):
-        """Publish τ in joints order, clamped; never NaN. Returns whether it was published."""
+        """Publish τ in joints order, rate limited then clamped; never NaN. Returns whether."""
         if not all_finite(tau):
+            self.diagnostics.count('non_finite_commands')
             self.get_logger().error(f'non-finite effort {tau}: not published',
                                     throttle_duration_sec=1.0)
             return False
-        tau, clamped = clamp_effort(tau, self.config.effort_limits)
+        now = self.monotonic()
+        limited = rate_limited(tau, self.tau_last, now - (self.published_at or now),
+                               self.config.max_effort_rate)
+        if (limited != tau).any():
+            self.diagnostics.count('rate_limited_commands')
+        tau, clamped = clamp_effort(limited, self.config.effort_limits)
         if clamped.any():
-            self.clamped += 1
+            self.diagnostics.count('clamped_commands')
             names = [n for n, c in zip(self.arm.model.joint_names, clamped) if c]
             self.warn(f'effort clamped at {names}')
         self.command.data = to_array(self.arm.to_joints(tau))
         self.publisher.publish(self.command)
-        self.published += 1
+        self.diagnostics.count('commands')
+        self.tau_last, self.published_at = tau, now
         self.commanding = True
         return True
 
     def check_stale(self):
-        """Stop commanding after state_timeout without joint states (timer, every 20 ms)."""
-        now = time.monotonic()
+        """After state_timeout without states: ramp to τ = g(q_last), then stop (20 ms timer)."""
+        now = self.monotonic()
         slept, self.checked_at = now - self.checked_at > 0.1, now
         if slept:  # this process itself did not run: let states queued meanwhile in first
             return
         if not self.commanding or now - self.last_state < self.values['state_timeout']:
             return
-        self.publish(self.config.gravity_compensation(self.q_last))
+        target = self.config.gravity_compensation(self.q_last)
+        self.publish(target)
+        if not np.array_equal(self.tau_last, clamp_effort(target, self.config.effort_limits)[0]):
+            return   # ramping down at max_effort_rate: again at the next tick
         self.commanding = False
+        self.diagnostics.count('timeouts')
         self.get_logger().error(
             f"no joint_states for {self.values['state_timeout']} s: published a final gravity "
             'compensation command for the last pose and stopped commanding')
 
-    def publish_diagnostics(self):
-        level, message = DiagnosticStatus.OK, f'commanding ({self.values["mode"]})'
+    def health(self):
+        """(level, message, values) for /diagnostics, with the model check at the last pose."""
+        level, message, values = OK, f'commanding ({self.values["mode"]})', {}
         if self.config is None:
-            level, message = DiagnosticStatus.WARN, 'waiting for robot_description'
-        elif not self.commanding:
-            level, message = DiagnosticStatus.ERROR, 'not commanding: no recent joint_states'
-        values = {'mode': self.values['mode'], 'commands': self.published,
-                  'rejected_states': self.rejected, 'clamped_commands': self.clamped,
-                  **self.latency.stats()}
-        status = DiagnosticStatus(level=level, name=f'{self.get_name()}: effort commands',
-                                  message=message, hardware_id=self.values['tip'],
-                                  values=[KeyValue(key=k, value=str(x)) for k, x in values.items()])
-        self.diagnostics.publish(DiagnosticArray(header=self.header(), status=[status]))
-
-    def header(self):
-        return Header(stamp=self.get_clock().now().to_msg())
+            return WARN, 'waiting for robot_description', {}
+        if not self.commanding:
+            level, message = ERROR, 'not commanding: no recent joint_states'
+        if self.q_last is not None:
+            ok, smallest = inertia_health(rd.mass_matrix(self.arm.model, self.q_last))
+            values['mass_matrix_min_eigenvalue'] = round(smallest, 6)
+            if not ok:
+                level, message = ERROR, 'model unhealthy: M(q) not positive definite'
+        return level, message, {'mode': self.values['mode'], **values}
 
 
 def main(args=None):

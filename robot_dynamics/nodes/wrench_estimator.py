@@ -10,6 +10,11 @@ singularities, bounded near them).
 ``reference_frame`` = the base link: moment about the tip origin and force, both in base axes
 (Franka's O_F_ext_hat_K convention); = the tip link: both in tip axes. ``frame_id`` names it.
 Changing the payload or the gains re-anchors the observer; the tare bias is kept.
+
+Singular poses (a stretched arm): the damped inverse keeps the wrench finite; the components
+along singular directions of J are then unobservable and shrink toward 0. When
+σ_min(J)/σ_max(J) < SINGULAR (checked every 0.1 s) the node warns, throttled, and reports it on
+/diagnostics with the static residual τ_measured − g(q) while the arm is still.
 """
 import dataclasses
 import time
@@ -24,8 +29,11 @@ from robot_dynamics.core.observers import MomentumObserver
 
 from .common import (MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
                      JointStateReader, Param, main as run_node, seconds, state_qos, to_array)
+from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
+SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
+COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,10 +57,13 @@ class WrenchEstimator(ArmNode):
               'the tip, base axes) or the tip link (tip axes); empty: the base link'),
     )
 
-    def __init__(self):
+    def __init__(self, **options):
         self.config = self.observer = self.reader = None
-        self.last_stamp = None
-        super().__init__(self.NAME)
+        self.last_stamp = self.q_last = None
+        self.conditioning, self.checked_at = None, -np.inf
+        self.residual = StaticResidual()
+        super().__init__(self.NAME, **options)
+        self.diagnostics = Diagnostics(self, 'wrench estimate', COUNTERS)
         self.wrench_publisher = self.create_publisher(WrenchStamped, '~/wrench', 10)
         self.torque_publisher = self.create_publisher(JointState, '~/external_joint_torques', 10)
         # depth 10: the observer integrates momentum, so it takes every state, a little late
@@ -89,6 +100,8 @@ class WrenchEstimator(ArmNode):
         self.wrench.header.frame_id = config.frame
 
     def on_joint_state(self, msg):
+        received = time.perf_counter()
+        self.diagnostics.received()
         if self.config is None:
             return
         try:
@@ -99,18 +112,49 @@ class WrenchEstimator(ArmNode):
             if v is None or effort is None:
                 raise BadInput('the observer needs velocity and effort for every joint')
         except BadInput as error:
+            self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
         stamp = seconds(msg.header.stamp) or time.time()
         dt = 0.0 if self.last_stamp is None else stamp - self.last_stamp
-        if dt > self.values['state_timeout']:
-            self.get_logger().warning(f'no joint_states for {dt:.3f} s: observer restarted',
-                                      throttle_duration_sec=1.0)
-        self.last_stamp = stamp
-        tau_ext = self.observer.update(q, v, effort, dt)
-        wrench = self.observer.wrench(q, tau_ext, self.arm.model.tip, self.config.reference,
-                                      self.config.damping)
+        if self.last_stamp is not None and not 0.0 < dt <= self.values['state_timeout']:
+            self.diagnostics.count('observer_restarts')
+            self.get_logger().warning(f'joint_states {dt:+.3f} s after the previous one: '
+                                      'observer restarted', throttle_duration_sec=1.0)
+        self.last_stamp, self.q_last = stamp, q
+        try:   # huge finite values (1e300) overflow to Inf inside the observer
+            with np.errstate(all='ignore'):
+                tau_ext = self.observer.update(q, v, effort, dt)
+                wrench = self.observer.wrench(q, tau_ext, self.arm.model.tip,
+                                              self.config.reference, self.config.damping)
+            if not np.isfinite(wrench).all():
+                raise ValueError('non-finite wrench')
+        except ValueError as error:   # restart from the next state rather than stay poisoned
+            self.observer.reset(q, np.zeros_like(q))
+            self.last_stamp = None
+            self.diagnostics.count('observer_restarts')
+            self.warn(f'joint_states overflowed the observer ({error}): restarted, not published')
+            return
+        self.check_singularity(q, v, effort)
         self.publish(msg.header.stamp, tau_ext, wrench)
+        self.diagnostics.count('estimates')
+        self.diagnostics.time(time.perf_counter() - received)
+
+    def check_singularity(self, q, v, effort):
+        """Every 0.1 s: σ_min/σ_max of J (warn below SINGULAR) and the static residual."""
+        now = time.monotonic()
+        if now - self.checked_at < 0.1:
+            return
+        self.checked_at = now
+        m = self.arm.model
+        J = rd.frame_jacobian(m, q, m.tip, self.config.reference)
+        s = np.linalg.svd(J, compute_uv=False)
+        self.conditioning = float(s[-1] / s[0]) if s[0] > 0 else 0.0
+        if self.conditioning < SINGULAR:
+            self.diagnostics.count('near_singular')
+            self.warn(f'near-singular pose (sigma_min/sigma_max of J = {self.conditioning:.2e}):'
+                      ' wrench components along the singular directions are damped toward 0')
+        self.residual.update(v, effort, rd.gravity(m, q))
 
     def publish(self, stamp, tau_ext, wrench):
         self.torques.header.stamp = self.wrench.header.stamp = stamp
@@ -119,6 +163,22 @@ class WrenchEstimator(ArmNode):
         w = self.wrench.wrench
         (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench.tolist()
         self.wrench_publisher.publish(self.wrench)
+
+    def health(self):
+        """(level, message, values) for /diagnostics."""
+        if self.config is None:
+            return WARN, 'waiting for robot_description', {}
+        if self.q_last is None:
+            return WARN, 'no joint states yet', {}
+        ok, smallest = inertia_health(rd.mass_matrix(self.arm.model, self.q_last))
+        values = {'mass_matrix_min_eigenvalue': round(smallest, 6),
+                  'jacobian_conditioning': self.conditioning,
+                  **self.residual.values(self.arm.to_joints)}
+        if not ok:
+            return ERROR, 'model unhealthy: M(q) not positive definite', values
+        if self.conditioning is not None and self.conditioning < SINGULAR:
+            return WARN, 'near-singular pose: wrench partly unobservable', values
+        return OK, 'estimating', values
 
     def on_tare(self, request, response):
         if self.last_stamp is None:

@@ -12,7 +12,9 @@ class Engine:
     Subclasses provide the state ``q``, ``v`` and
     ``_advance(tau, F)``: one step with τ and the base-axes tip wrench F (None: none) held;
     ``_acceleration(tau, F)``: q̈ at the current state;
-    ``_tip_rotation()``: 3x3 orientation of the tip frame in the base frame.
+    ``_tip_rotation()``: 3x3 orientation of the tip frame in the base frame;
+    ``_set_state(q, v)`` and ``_holding_torque(F)``: g(q) − Jᵀ F at the current q.
+    ``_advance`` raises ValueError when the state diverges (non-finite accelerations).
     """
 
     def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload):
@@ -54,6 +56,14 @@ class Engine:
         self._advance(tau, self._tip_wrench(wrench, wrench_frame))
         self.effort = tau   # a torque-sensing arm reports the applied joint torques
         self.steps += 1
+
+    def set_state(self, q, v):
+        """Jump to the state (q, q̇), e.g. to carry it over into a rebuilt engine."""
+        self._set_state(self._joint_vector(q, 'q'), self._joint_vector(v, 'v'))
+
+    def holding_torque(self, wrench=None, wrench_frame='base'):
+        """g(q) − Jᵀ F: the joint torques that hold the arm at rest (what brakes hold)."""
+        return self._holding_torque(self._tip_wrench(wrench, wrench_frame))
 
     def acceleration(self, tau, wrench=None, wrench_frame='base'):
         """q̈ = M⁻¹ (τ − D q̇ + Jᵀ F − C q̇ − g) at the current state, without stepping."""

@@ -59,5 +59,15 @@ class InternalEngine(Engine):
     def _acceleration(self, tau, F):
         return self._qdd(self._q, self._v, self._to_model(tau), F)[self.order]
 
+    def _set_state(self, q, v):
+        self._q, self._v = self._to_model(q), self._to_model(v)
+
+    def _holding_torque(self, F):
+        m, q = self.model, self._q
+        tau = rd.gravity(m, q, data=self.data)
+        if F is not None:
+            tau = tau - rd.frame_jacobian(m, q, m.tip, rd.LOCAL_WORLD_ALIGNED, data=self.data).T @ F
+        return tau[self.order]
+
     def _tip_rotation(self):
         return rd.frame_pose(self.model, self._q, self.model.tip, data=self.data)[:3, :3]

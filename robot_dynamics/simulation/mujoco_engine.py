@@ -74,7 +74,31 @@ class MujocoEngine(Engine):
 
     def _advance(self, tau, F):
         self._apply(tau, F)
-        self.mj.mj_step(self.mj_model, self.mj_data)
+        d, bad = self.mj_data, self.mj.mjtWarning.mjWARN_BADQACC
+        before = d.warning[bad].number
+        self.mj.mj_step(self.mj_model, d)
+        if d.warning[bad].number != before:   # MuJoCo has reset the state to qpos0
+            raise ValueError(f'MuJoCo: non-finite accelerations at t = {d.time:.4f} s')
+
+    def _set_state(self, q, v):
+        d = self.mj_data
+        d.qpos[self.iq], d.qvel[self.iv] = q, v
+        self.mj.mj_forward(self.mj_model, d)
+
+    def _holding_torque(self, F):
+        """qfrc_bias at q̇ = 0 (MuJoCo's g(q)) minus the joint torques of F (mj_applyFT)."""
+        m, d = self.mj_model, self.mj_data
+        v = d.qvel.copy()
+        d.qvel[:] = 0.0
+        self.mj.mj_forward(m, d)
+        tau = d.qfrc_bias.copy()
+        if F is not None:
+            qfrc = np.zeros(m.nv)
+            self.mj.mj_applyFT(m, d, F[3:], F[:3], d.xipos[self.body], self.body, qfrc)
+            tau -= qfrc
+        d.qvel[:] = v
+        self.mj.mj_forward(m, d)
+        return tau[self.iv]
 
     def _acceleration(self, tau, F):
         self._apply(tau, F)

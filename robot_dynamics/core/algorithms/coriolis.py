@@ -18,7 +18,7 @@ from numba import prange
 
 from .._jit import jit
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
-from ..model import BODY_INERTIA, BODY_PARENT, WS_BC, WS_IC, WS_P, WS_R, WS_S, WS_SD, WS_VW
+from ..layout import BODY_INERTIA, BODY_PARENT, WS_BC, WS_IC, WS_P, WS_R, WS_S, WS_SD, WS_VW
 from ..spatial import (accumulate, add, inertia_times_motion, load3, load9, load10,
                        motion_cross, scale, store, transform_inertia)
 from .batch import chunk, chunk_count

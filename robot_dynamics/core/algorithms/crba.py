@@ -11,13 +11,19 @@ from numba import prange
 
 from .._jit import jit, parallel
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
-from ..model import BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
-from ..spatial import (ZERO, accumulate, force_to_parent, inertia_times_motion, load3, load9,
-                       load10, store, transform_inertia)
+from ..layout import BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
+from ..spatial import accumulate, force_to_parent, load3, load9, load10, store, transform_inertia
 from .batch import chunk, chunk_count
 from .kinematics import joint_force, joint_transform, revolute
 
-E_Z = (0.0, 0.0, 1.0)
+
+@jit
+def composite_times_axis(ws, j, turns):
+    """G^c_j A_j for A_j = (e_z, 0): (I e_z, -h × e_z); for (0, e_z): (h × e_z, m e_z)."""
+    h_x, h_y = ws[j, WS_IC + 1], ws[j, WS_IC + 2]
+    if turns:   # the z column of I is (Ixz, Iyz, Izz)
+        return (ws[j, WS_IC + 8], ws[j, WS_IC + 9], ws[j, WS_IC + 6]), (-h_y, h_x, 0.0)
+    return (h_y, -h_x, 0.0), (0.0, 0.0, ws[j, WS_IC])
 
 
 @jit
@@ -36,10 +42,8 @@ def mass_matrix_state(table, q, ws, M):
             accumulate(ws, parent, WS_IC, transform_inertia(
                 load10(ws, i, WS_IC), load9(ws, i, WS_RREL), load3(ws, i, WS_PREL)))
     for j in range(nb):
-        turns = revolute(table, j)   # F = G^c_j A_j, then towards the base
-        m, f = inertia_times_motion(load10(ws, j, WS_IC), E_Z if turns else ZERO,
-                                    ZERO if turns else E_Z)
-        M[j, j] = joint_force(turns, m, f)
+        m, f = composite_times_axis(ws, j, revolute(table, j))   # F = G^c_j A_j, then to the base
+        M[j, j] = joint_force(revolute(table, j), m, f)
         i, parent = j, int(table[j, BODY_PARENT])
         while parent >= 0:
             m, f = force_to_parent(load9(ws, i, WS_RREL), load3(ws, i, WS_PREL), m, f)

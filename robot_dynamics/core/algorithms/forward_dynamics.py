@@ -5,7 +5,7 @@ from numba import prange
 from .._jit import jit
 from ..arguments import (F64, NO_WRENCHES, NOT_POSITIVE_DEFINITE, argument_error, joint_arrays,
                          state_status, workspace, wrenches)
-from ..model import WS_M
+from ..layout import WS_M
 from .batch import chunk, chunk_count, wrench_row
 from .crba import mass_matrix_state
 from .linalg import cholesky, cholesky_solve

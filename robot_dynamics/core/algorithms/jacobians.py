@@ -16,7 +16,7 @@ from numba import prange
 
 from .._jit import jit
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
-from ..model import BODY_PARENT, FRAME_BODY, FRAME_POS, FRAME_ROT, WS_A, WS_P, WS_R, WS_S, WS_V
+from ..layout import BODY_PARENT, FRAME_BODY, FRAME_POS, FRAME_ROT, WS_A, WS_P, WS_R, WS_S, WS_V
 from ..spatial import (add, cross, load3, load9, motion_to_child, rotate, rotate_transpose,
                        rotation_product)
 from .batch import chunk, chunk_count

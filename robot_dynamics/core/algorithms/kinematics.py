@@ -9,7 +9,7 @@ base frame ``T_{0,i} = T_{0,λ(i)} X_tree,i exp([A_i] q_i)`` and its joint screw
 import numpy as np
 
 from .._jit import jit
-from ..model import BODY_PARENT, BODY_POS, BODY_ROT, BODY_TYPE, PRISMATIC, WS_P, WS_R, WS_S
+from ..layout import BODY_PARENT, BODY_POS, BODY_ROT, BODY_TYPE, PRISMATIC, WS_P, WS_R, WS_S
 from ..spatial import ZERO, add, cross, load3, load9, rotate, rotation_product, scale, store
 
 

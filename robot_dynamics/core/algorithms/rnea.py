@@ -21,8 +21,8 @@ from numba import prange
 from .._jit import jit, parallel
 from ..arguments import (F64, NO_WRENCHES, argument_error, joint_arrays, state_status, workspace,
                          wrenches)
-from ..model import (BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A, WS_F, WS_IC, WS_P,
-                     WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
+from ..layout import (BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A, WS_F, WS_IC, WS_P,
+                      WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
 from ..spatial import (ZERO, accumulate, add, cross, dot, force_cross, force_to_parent,
                        inertia_times_motion, load3, load4, load9, load10, motion_to_child, rotate,
                        rotate_transpose, scale, store, sub)

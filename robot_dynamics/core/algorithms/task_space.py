@@ -10,7 +10,7 @@ from numba import prange
 from .._jit import jit
 from ..arguments import (F64, NOT_POSITIVE_DEFINITE, SINGULAR, argument_error, damping_value,
                          joint_arrays, state_status, workspace)
-from ..model import WS_M, WS_Y
+from ..layout import WS_M, WS_Y
 from .batch import chunk, chunk_count
 from .crba import mass_matrix_state
 from .jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian_state, reference_code

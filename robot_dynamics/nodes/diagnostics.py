@@ -1,0 +1,90 @@
+"""/diagnostics (diagnostic_msgs/DiagnosticArray) for the controller and the estimator.
+
+A node counts what happened (``count``), times its work (``time``) and, once a second, publishes
+one DiagnosticStatus with the message rate, latency percentiles, its counters and the values
+of its model-health checks (``report``). Values are strings, as the message wants.
+"""
+import collections
+import time
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+
+from .common import Percentiles
+
+OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
+STILL = 1e-3   # rad/s: below this on every joint the arm is still (static residual check)
+
+
+class Diagnostics:
+    """Counters, message rate and latency percentiles of one node, published on /diagnostics."""
+
+    def __init__(self, node, title, counters, latencies=('compute',), period=1.0):
+        self.node, self.title = node, title
+        self.publisher = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.counts = collections.Counter({c: 0 for c in counters})
+        self.latency = Percentiles(latencies)
+        self.max_latency = np.zeros(len(latencies))
+        self._received, self._since = 0, time.monotonic()
+        node.create_timer(period, self.publish)
+
+    def count(self, what, n=1):
+        self.counts[what] += n
+
+    def received(self):
+        self._received += 1
+
+    def time(self, *seconds):
+        self.latency.add(*seconds)
+        np.maximum(self.max_latency, seconds, out=self.max_latency)
+
+    def rate(self):
+        """Messages per second since the previous call."""
+        now = time.monotonic()
+        rate = self._received / max(now - self._since, 1e-9)
+        self._received, self._since = 0, now
+        return rate
+
+    def publish(self):
+        level, message, values = self.node.health()
+        values = {'rate_hz': round(self.rate(), 1), **self.latency.stats(),
+                  **{f'{n}_max_us': round(1e6 * m, 1)
+                     for n, m in zip(self.latency.names, self.max_latency)},
+                  **self.counts, **values}
+        status = DiagnosticStatus(level=level, name=f'{self.node.get_name()}: {self.title}',
+                                  message=message, hardware_id=self.node.values['tip'],
+                                  values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.node.get_clock().now().to_msg()
+        self.publisher.publish(array)
+
+
+def inertia_health(mass_matrix):
+    """(ok, smallest eigenvalue of M(q)): M must be symmetric positive definite and finite."""
+    if not np.isfinite(mass_matrix).all():
+        return False, float('nan')
+    smallest = float(np.linalg.eigvalsh(0.5 * (mass_matrix + mass_matrix.T))[0])
+    return smallest > 0.0, smallest
+
+
+class StaticResidual:
+    """τ_measured − g(q) while the arm is still (|q̇| < STILL): the model's error at rest.
+
+    Zero for an exact model with nothing touching the arm; an unmodelled payload or a cable
+    shows up here. Keeps the newest residual and the largest |component| seen.
+    """
+
+    def __init__(self):
+        self.last, self.worst = None, 0.0
+
+    def update(self, v, effort, gravity):
+        if np.abs(v).max() >= STILL:
+            return
+        self.last = effort - gravity
+        self.worst = max(self.worst, float(np.abs(self.last).max()))
+
+    def values(self, to_joints):
+        if self.last is None:
+            return {'static_residual': 'arm not still yet'}
+        return {'static_residual_nm': np.round(to_joints(self.last), 4).tolist(),
+                'static_residual_max_nm': round(self.worst, 4)}
