@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest -q --timeout=300
 
-.PHONY: all venv demo test test-nojit lint colcon clean
+.PHONY: all venv demo test test-nojit bench lint colcon clean
 all: test
 
 venv:
@@ -24,6 +24,9 @@ lint: venv
 	$(PYTEST) -m linter test
 
 # colcon build into a temporary workspace, and check the installed layout.
+bench: venv
+	$(PY) -m robot_dynamics.benchmarks
+
 colcon: venv
 	scripts/check_colcon.sh
 
