@@ -179,7 +179,7 @@ class ArmSimulator(ArmNode):
 
     # -- simulation ----------------------------------------------------------------------------
     def step(self):
-        """Advance the engine one step (none while braked); set ``effort`` in joints order."""
+        """Advance the engine by one time step unless braked; set ``effort`` in joints order."""
         sim, arm = self.engine, self.arm
         wrench, frame = self.external or (None, 'base')
         if self.braked:
