@@ -2,8 +2,11 @@
 
 Conventions (every function, node and message follows them):
 
-- Equation of motion ``M(q) q̈ + C(q, q̇) q̇ + g(q) = τ + J^T F_ext``.
-  Gravity compensation is τ = g(q).
+- Equation of motion ``M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f(q̇) = τ + J^T F_ext``, with the joints'
+  armature I_a (reflected rotor inertia) on M's diagonal and their friction
+  ``τ_f(q̇) = f_v q̇ + f_c tanh(q̇ / ε)`` (``joint_friction``; the Model's ``armature``,
+  ``viscous``, ``coulomb`` and ``coulomb_velocity`` ε, zero by default, never read from the
+  URDF). Gravity compensation is τ = g(q) = rnea(q, 0, 0).
 - Spatial vectors are angular first: twists (ω, v), wrenches (moment, force), as in Lynch & Park.
 - ``model.gravity`` is the physical acceleration of gravity in the base frame,
   default (0, 0, -9.81).
@@ -15,6 +18,7 @@ Conventions (every function, node and message follows them):
 from .core.algorithms.coriolis import coriolis_matrix
 from .core.algorithms.crba import mass_matrix
 from .core.algorithms.forward_dynamics import forward_dynamics
+from .core.algorithms.friction import joint_friction
 from .core.algorithms.jacobians import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, Reference,
                                         frame_bias_acceleration, frame_jacobian, frame_pose,
                                         frame_velocity)
@@ -31,8 +35,8 @@ from .core.urdf import URDFError, load_urdf
 __all__ = [
     'LOCAL', 'LOCAL_WORLD_ALIGNED', 'WORLD', 'Reference', 'Data', 'Model', 'URDFError',
     'load_urdf', 'robot_urdf', 'with_payload', 'rnea', 'gravity', 'nonlinear_effects',
-    'mass_matrix', 'coriolis_matrix', 'forward_dynamics', 'frame_pose', 'frame_jacobian',
-    'frame_velocity', 'frame_bias_acceleration', 'task_space_inertia',
+    'mass_matrix', 'coriolis_matrix', 'forward_dynamics', 'joint_friction', 'frame_pose',
+    'frame_jacobian', 'frame_velocity', 'frame_bias_acceleration', 'task_space_inertia',
     'inverse_task_space_inertia', 'translational_inertia', 'effective_mass',
     'regressor', 'parameter_vector', 'base_parameters', 'BaseParameters', 'identify',
     'identify_payload', 'excitation_trajectory', 'FourierTrajectory',

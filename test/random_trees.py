@@ -365,6 +365,12 @@ def random_state(lower, upper, rng):
     return rng.uniform(lo, hi), rng.uniform(-1, 1, n), rng.uniform(-1, 1, n)
 
 
+def joint_terms(nv, rng):
+    """Random joint terms of nv joints: Model.replace keywords (armature, friction, ε)."""
+    return dict(armature=rng.uniform(0.05, 0.5, nv), viscous=rng.uniform(0.1, 2.0, nv),
+                coulomb=rng.uniform(0.1, 1.0, nv), coulomb_velocity=rng.uniform(0.02, 0.1))
+
+
 # --- finite differences (4th-order central stencil, error O(h^4)) -----------------------------
 
 def derivative(f, h=1e-3):

@@ -11,6 +11,9 @@ UR5E = rd.load_urdf(rd.robot_urdf("ur5e"), base="base_link", tip="tool0")
 Q_PANDA = np.array([0.1, -0.6, 0.2, -2.0, 0.1, 1.6, 0.7])
 Q_UR5E = np.array([0.3, -1.2, 1.4, -1.6, -1.5, 0.2])
 RNG = np.random.default_rng(3)
+JOINT_TERMS = dict(armature=np.linspace(0.3, 0.1, 7), viscous=np.linspace(2.0, 0.5, 7),
+                   coulomb=np.linspace(2.0, 0.5, 7), coulomb_velocity=0.05)
+PANDA_WITH_JOINT_TERMS = PANDA.replace(**JOINT_TERMS)
 
 
 def simulate(model, torque, q, v, t_end, dt=1e-3):
@@ -55,6 +58,32 @@ def test_gravity_compensation_carries_the_payload():
     np.testing.assert_allclose(gc(q), expected, atol=1e-10)
 
 
+def test_friction_compensation_adds_the_joint_friction_when_asked():
+    model = PANDA_WITH_JOINT_TERMS
+    q, v = Q_PANDA, RNG.uniform(-1.0, 1.0, 7)
+    g, tau_f = rd.gravity(model, q), rd.joint_friction(model, v)
+    np.testing.assert_allclose(tau_f, model.viscous * v + model.coulomb * np.tanh(v / 0.05),
+                               atol=1e-14)
+    np.testing.assert_array_equal(GravityCompensation(model)(q, v), g)   # off by default
+    gc = GravityCompensation(model, friction_compensation=True)
+    np.testing.assert_allclose(gc(q, v), g + tau_f, atol=1e-12)
+    np.testing.assert_array_equal(gc(q), g)                              # no q̇: none
+    np.testing.assert_array_equal(gc(q, np.zeros(7)), g)
+    with pytest.raises(ValueError, match=r"v must have shape \(7,\)"):
+        gc(q, np.zeros(6))
+
+
+def test_computed_torque_includes_armature_and_friction():
+    model = PANDA_WITH_JOINT_TERMS
+    ct = ComputedTorque(model, kp=100.0, kd=20.0)
+    q, v, q_d, v_d, a_d = Q_PANDA + RNG.uniform(-0.3, 0.3, (5, 7))
+    a = a_d + 100.0 * (q_d - q) + 20.0 * (v_d - v)
+    M = rd.mass_matrix(PANDA, q) + np.diag(model.armature)
+    expected = (M @ a + rd.coriolis_matrix(PANDA, q, v) @ v + rd.gravity(PANDA, q)
+                + model.viscous * v + model.coulomb * np.tanh(v / model.coulomb_velocity))
+    np.testing.assert_allclose(ct(q, v, q_d, v_d, a_d), expected, atol=1e-10)
+
+
 def test_computed_torque_is_one_inverse_dynamics_call():
     ct = ComputedTorque(PANDA, kp=np.full(7, 100.0), kd=20.0)
     q, v, q_d, v_d, a_d = Q_PANDA + RNG.uniform(-0.3, 0.3, (5, 7))
@@ -64,10 +93,14 @@ def test_computed_torque_is_one_inverse_dynamics_call():
     np.testing.assert_allclose(ct(q, v, q_d, v_d, a_d), expected, atol=1e-10)
 
 
-def test_exact_model_error_follows_the_critically_damped_response():
-    """ë + K_d ė + K_p e = 0: e(t) = (e₀ + (ė₀ + ω e₀) t) e^(−ωt) with K_p = ω², K_d = 2ω."""
+@pytest.mark.parametrize("model", [PANDA, PANDA_WITH_JOINT_TERMS], ids=["rigid", "joint terms"])
+def test_exact_model_error_follows_the_critically_damped_response(model):
+    """ë + K_d ė + K_p e = 0: e(t) = (e₀ + (ė₀ + ω e₀) t) e^(−ωt) with K_p = ω², K_d = 2ω.
+
+    Also on an arm with armature and friction, which the model (rnea) compensates exactly.
+    """
     w = 20.0
-    ct = ComputedTorque(PANDA, kp=w**2, kd=2 * w)
+    ct = ComputedTorque(model, kp=w**2, kd=2 * w)
     amp, freq = RNG.uniform(-0.4, 0.4, 7), RNG.uniform(0.3, 0.8, 7)
 
     def reference(t):
@@ -75,7 +108,7 @@ def test_exact_model_error_follows_the_critically_damped_response():
         return Q_PANDA + amp * s, amp * 2 * np.pi * freq * c, -amp * (2 * np.pi * freq)**2 * s
 
     e0 = np.array([0.05, -0.03, 0.0, 0.02, 0.0, -0.04, 0.01])
-    ts, q, v = simulate(PANDA, lambda t, q, v: ct(q, v, *reference(t)),
+    ts, q, v = simulate(model, lambda t, q, v: ct(q, v, *reference(t)),
                         Q_PANDA - e0, reference(0.0)[1], t_end=2.0)
     e = np.array([reference(t)[0] for t in ts]) - q
     e_closed_form = (e0 + w * e0 * ts[:, None]) * np.exp(-w * ts[:, None])

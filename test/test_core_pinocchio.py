@@ -136,3 +136,33 @@ def test_task_space_inertia(case):
         for name, reference in REFERENCES.items():
             close(rd.task_space_inertia(model, q, frame, reference=reference),
                   ref.task_space_inertia(q, frame, name), f"task_space_inertia {name}")
+
+
+@pytest.fixture
+def with_armature(case):
+    """Our model and Pinocchio's with the same random armature (Pinocchio's reset after)."""
+    case, model, ref, states = case
+    armature = np.random.default_rng(9).uniform(0.05, 0.5, model.nv)
+    pin_armature = np.zeros(ref.nv)
+    pin_armature[ref.iv] = armature
+    ref.model.armature = pin_armature
+    yield case, model.replace(armature=armature), ref, states
+    ref.model.armature = np.zeros(ref.nv)
+
+
+def test_armature(with_armature):
+    """Pinocchio's model.armature: rnea adds I_a q̈, crba I_a to M's diagonal; aba and Λ follow."""
+    case, model, ref, states = with_armature
+    assert np.array_equal(ref.model.armature[ref.iv], model.armature)
+    rng = np.random.default_rng(4)
+    frame = model.tip or "tool"
+    for q, v, a in states:
+        close(rd.rnea(model, q, v, a), ref.rnea(q, v, a), "rnea with armature")
+        close(rd.mass_matrix(model, q), ref.mass_matrix(q), "mass_matrix with armature")
+        tau = rng.normal(size=model.nv)
+        close(rd.forward_dynamics(model, q, v, tau), ref.forward_dynamics(q, v, tau),
+              "aba with armature")
+        J = ref.frame_jacobian(q, frame, "LOCAL")
+        if model.nv >= 6 and np.linalg.svd(J, compute_uv=False)[-1] > 1e-2:
+            close(rd.task_space_inertia(model, q, frame, reference=rd.LOCAL),
+                  ref.task_space_inertia(q, frame, "LOCAL"), "task_space_inertia with armature")

@@ -1,20 +1,27 @@
-"""Identification: filtering, least squares, payloads, excitation, and the before/after proof.
+"""Identification: filtering, least squares, physical parameters, payloads, excitation, proof.
 
-Data come from the core's own dynamics (rd.rnea, rd.gravity, rd.with_payload, and a simulated
-arm integrated with RK4 on rd.mass_matrix / rd.nonlinear_effects) plus friction, armature and
-noise that the identification does not know; the checks compare with those hidden truths.
+Algebraic checks take torques from the core's own dynamics (rd.rnea of a 'real' model with
+joint terms the fit does not know). The proof and the payload cases run on the simulation
+engines instead (robot_dynamics.simulation: the internal RK4 and MuJoCo, an independent
+engine): the 'real' Panda is the URDF with hidden armature, viscous and Coulomb friction (and
+a payload), driven in closed loop; the checks compare with those hidden truths.
 """
+from time import perf_counter
+
 import numpy as np
 import pytest
 
 import robot_dynamics as rd
 from random_trees import assert_close, make_case
+from robot_dynamics.core.control import ComputedTorque
 from robot_dynamics.core.excitation import FourierTrajectory, excitation_trajectory
 from robot_dynamics.core.identification import (differentiate, identify, identify_payload,
-                                                lowpass, physical_consistency)
-from robot_dynamics.core.regressor import COULOMB_EPS, parameter_vector
+                                                lowpass, physical_consistency, pseudo_inertia)
+from robot_dynamics.core.observers import MomentumObserver
+from robot_dynamics.core.regressor import parameter_vector, regressor
 from robot_dynamics.core.spatial import rpy_matrix, standard_parameters, transformed_inertia
 from robot_dynamics.core.trajectory import JointTrajectory
+from robot_dynamics.simulation import ENGINES, make_engine
 from test_regressor import planar_2r
 
 PANDA, UR5E = 'panda/panda_link0/panda_hand', 'ur5e/base_link/tool0'
@@ -33,13 +40,10 @@ def random_states(model, n, rng):
 
 
 def hidden_joint_terms(model, rng):
-    """Viscous, Coulomb friction and armature of the 'real' arm."""
-    return (rng.uniform(0.05, 0.3, model.nv), rng.uniform(0.2, 0.8, model.nv),
-            rng.uniform(0.05, 0.2, model.nv))
-
-
-def joint_torques(fv, fc, ia, v, a):
-    return fv * v + fc * np.tanh(v / COULOMB_EPS) + ia * a
+    """Armature, viscous and Coulomb friction of the 'real' arm (rd.Model's joint terms)."""
+    return dict(armature=rng.uniform(0.05, 0.2, model.nv),
+                viscous=rng.uniform(0.05, 0.3, model.nv),
+                coulomb=rng.uniform(0.2, 0.8, model.nv))
 
 
 def perturbed(model, rng, fraction=0.2):
@@ -97,24 +101,89 @@ def rd_pose(R, p):
 
 def test_identify_noiseless_data_recovers_the_base_parameters(panda):
     rng = np.random.default_rng(1)
-    true = perturbed(panda, rng)
-    fv, fc, ia = hidden_joint_terms(panda, rng)
+    hidden = hidden_joint_terms(panda, rng)
+    true = perturbed(panda, rng).replace(**hidden)
     q, v, a = random_states(panda, 300, rng)
-    tau = rd.rnea(true, q, v, a) + joint_torques(fv, fc, ia, v, a)
-    result = identify(panda, q, v, a, tau, viscous=True, coulomb=True, armature=True)
-    theta_true = parameter_vector(true, fv, fc, ia)
+    result = identify(panda, q, v, a, rd.rnea(true, q, v, a), viscous=True, coulomb=True,
+                      armature=True)
+    theta_true = parameter_vector(true, True, True, True)
     assert_close(result.theta_base, result.base(theta_true), 1e-9)
-    assert_close(result.viscous, fv, 1e-8)
-    assert_close(result.coulomb, fc, 1e-8)
-    assert_close(result.armature[2:], ia[2:], 1e-8)   # Ia1 and Ia2 merge with link inertias
-    assert result.relative_error < 1e-10
-    # the full parameters reproduce θ_b, so the fitted model predicts τ on new states
+    assert_close(result.viscous, hidden['viscous'], 1e-8)
+    assert_close(result.coulomb, hidden['coulomb'], 1e-8)
+    assert_close(result.armature[2:], hidden['armature'][2:], 1e-8)   # Ia1, Ia2 merge with links
+    assert result.relative_error < 1e-10 and result.consistent and not result.notes
+    # the identified model carries the joint terms: rnea of it alone predicts τ on new states
+    assert_close(result.model.viscous, hidden['viscous'], 1e-8)
+    assert_close(result.model.coulomb, hidden['coulomb'], 1e-8)
     q, v, a = random_states(panda, 20, rng)
-    tau = rd.rnea(true, q, v, a) + joint_torques(fv, fc, ia, v, a)
+    tau = rd.rnea(true, q, v, a)
     assert_close(result.predict(q, v, a), tau, 1e-9)
-    tau_model = rd.rnea(result.model, q, v, a) + joint_torques(
-        result.viscous, result.coulomb, result.armature, v, a)
-    assert_close(tau_model, tau, 1e-9)
+    assert_close(rd.rnea(result.model, q, v, a), tau, 1e-9)
+
+
+def test_known_joint_terms_of_the_prior_are_not_absorbed_by_the_links(panda):
+    """The prior knows the armature; only friction is fitted: the armature stays out of θ_b."""
+    rng = np.random.default_rng(11)
+    hidden = hidden_joint_terms(panda, rng)
+    true = perturbed(panda, rng).replace(**hidden)
+    prior = panda.replace(armature=hidden['armature'], coulomb_velocity=true.coulomb_velocity)
+    q, v, a = random_states(panda, 300, rng)
+    result = identify(prior, q, v, a, rd.rnea(true, q, v, a), viscous=True, coulomb=True)
+    assert_close(result.theta_base, result.base(parameter_vector(true, True, True)), 1e-9)
+    assert result.armature is None
+    assert np.array_equal(result.model.armature, hidden['armature'])   # kept from the prior
+    q, v, a = random_states(panda, 20, rng)
+    assert_close(rd.rnea(result.model, q, v, a), rd.rnea(true, q, v, a), 1e-9)
+    assert_close(result.predict(q, v, a), rd.rnea(true, q, v, a), 1e-9)
+
+
+def test_physical_parameters_in_the_solution_set(panda):
+    """Noisy data, masses off by ±20 %: the nearest point to the prior is not physical.
+
+    physical=True picks a physical one from the same solution set: same θ_b, same dynamics.
+    """
+    rng = np.random.default_rng(0)
+    true = perturbed(panda, rng).replace(**hidden_joint_terms(panda, rng))
+    nominal = perturbed(panda, rng)
+    q, v, a = random_states(panda, 300, rng)
+    tau = rd.rnea(true, q, v, a) + rng.normal(scale=0.01, size=q.shape)
+    flags = dict(viscous=True, coulomb=True, armature=True)
+    nearest = identify(nominal, q, v, a, tau, **flags, physical=False)
+    physical = identify(nominal, q, v, a, tau, **flags, base=nearest.base)
+    assert not nearest.consistent
+    assert physical.consistent and not physical.notes
+    assert np.array_equal(physical.theta_base, nearest.theta_base)
+    assert_close(physical.base(physical.theta), physical.theta_base, 1e-8)
+    for body in physical.model.inertia:
+        assert np.linalg.eigvalsh(pseudo_inertia(body))[0] > 0.0
+    assert all(getattr(physical.model, k).min() >= 0.0 for k in flags)
+    q, v, a = random_states(panda, 20, rng)
+    assert_close(rd.rnea(physical.model, q, v, a), physical.predict(q, v, a), 1e-8)
+
+
+def test_negative_joint_terms_are_reported_and_not_put_on_the_model(panda):
+    rng = np.random.default_rng(5)
+    q, v, a = random_states(panda, 100, rng)
+    result = identify(panda, q, v, a, rd.rnea(panda, q, v, a) - 0.2 * v, viscous=True)
+    assert_close(result.viscous, np.full(7, -0.2), 1e-9)
+    assert np.array_equal(result.model.viscous, np.zeros(7))
+    assert 'negative viscous, 0 in the model: panda_joint1 (-0.2)' in result.summary()
+
+
+def test_a_precomputed_regressor(panda):
+    """Y= (the full regressor, e.g. with filtered columns) gives what identify computes itself."""
+    rng = np.random.default_rng(4)
+    true = perturbed(panda, rng).replace(**hidden_joint_terms(panda, rng))
+    q, v, a = random_states(panda, 100, rng)
+    tau = rd.rnea(true, q, v, a)
+    flags = dict(viscous=True, coulomb=True, armature=True)
+    own = identify(panda, q, v, a, tau, **flags)
+    given = identify(panda, q, v, a, tau, **flags, base=own.base,
+                     Y=regressor(panda, q, v, a, **flags))
+    assert_close(given.theta_base, own.theta_base, 1e-12)
+    assert_close(given.theta, own.theta, 1e-8)
+    with pytest.raises(ValueError, match=r'Y must have shape \(100, 7, 91\)'):
+        identify(panda, q, v, a, tau, **flags, base=own.base, Y=regressor(panda, q, v, a))
 
 
 def test_weighting_by_the_noise_std(panda):
@@ -142,7 +211,8 @@ def test_weighting_by_the_noise_std(panda):
 def test_inconsistent_parameters_are_reported_not_fixed():
     """A 'real' arm whose second link has a negative inertia about its joint (impossible).
 
-    The fit reproduces it and the report names the body.
+    The fit reproduces it; no physical parameters fit the data, and the report says so and
+    names the body.
     """
     model = planar_2r()
     inertia = model.inertia.copy()
@@ -156,6 +226,7 @@ def test_inconsistent_parameters_are_reported_not_fixed():
     assert not result.consistency[1]['positive_definite']
     assert not result.consistent
     assert 'inconsistent bodies: joint2' in result.summary()
+    assert 'no physically consistent parameters found' in result.summary()
     assert not any(c['determined'] for c in result.consistency)   # the masses stay combined
 
 
@@ -164,23 +235,57 @@ def test_inconsistent_parameters_are_reported_not_fixed():
 PAYLOADS = [(0.5, [0.0, 0.0, 0.05]), (1.2, [0.03, -0.02, 0.08]), (3.0, [-0.06, 0.04, 0.12])]
 
 
+def hold_poses(engine, model, poses, hold=0.4, last=0.1, omega=50.0):
+    """q, q̇ and the applied τ over the ``last`` s of ``hold`` s at each pose, every 10th step.
+
+    The engine jumps to each pose at rest and computed torque on ``model`` (without the payload)
+    holds it there: at rest, whatever the controller, τ balances the real arm's gravity.
+    """
+    controller, zero = ComputedTorque(model, omega ** 2, 2.0 * omega), np.zeros(model.nv)
+    steps, logged = int(round(hold / engine.dt)), int(round(last / engine.dt))
+    log = []
+    for pose in poses:
+        engine.set_state(pose, zero)
+        for k in range(steps):
+            q, v = engine.q, engine.v
+            tau = controller(q, v, pose, zero, zero)
+            if k >= steps - logged and k % 10 == 0:
+                log.append((q, v, tau))
+            engine.step(tau)
+    return (np.array(x) for x in zip(*log))
+
+
+@pytest.mark.parametrize('engine', ENGINES)
 @pytest.mark.parametrize('arm', [PANDA, UR5E])
 @pytest.mark.parametrize('mass, com', PAYLOADS)
-def test_payload_from_static_poses(arm, mass, com):
-    model = make_case(arm).load()
+def test_payload_from_static_poses_on_an_engine(arm, engine, mass, com):
+    """A hidden payload on the simulated arm, identified from a few held poses.
+
+    The arm's joint terms are known (identified before, ``model``), the payload is not. As the
+    controller's payload service does, the model's friction is taken out of τ: the smooth
+    Coulomb law has no stiction, so a held arm settles rather than sticks.
+    """
+    case = make_case(arm)
     rng = np.random.default_rng(int(mass * 10))
-    inertia = np.diag([0.004, 0.006, 0.003]) * mass
-    loaded = rd.with_payload(model, mass, com, inertia)
-    q = rng.uniform(np.maximum(model.lower, -np.pi), np.minimum(model.upper, np.pi),
-                    (12, model.nv))
-    tau = rd.gravity(loaded, q) + rng.normal(scale=0.05, size=q.shape)   # torque sensor noise
-    estimate = identify_payload(model, q, tau)
-    assert abs(estimate.mass - mass) < 0.02 * mass
-    assert np.linalg.norm(estimate.com - com) < 0.005
+    model = case.load()
+    model = model.replace(**hidden_joint_terms(model, rng))
+    payload = dict(mass=mass, com=com, inertia=np.diag([0.004, 0.006, 0.003]) * mass)
+    sim = make_engine(engine, case.xml, case.base, case.tip, model.joint_names,
+                      np.zeros(model.nv), 1e-3, payload=payload, joint_dynamics={
+                          k: getattr(model, k) for k in ('armature', 'viscous', 'coulomb')})
+    lower, upper = np.maximum(model.lower, -np.pi), np.minimum(model.upper, np.pi)
+    q, v, tau = hold_poses(sim, model, rng.uniform(lower, upper, (8, model.nv)))
+    tau += rng.normal(scale=0.05, size=tau.shape)   # torque sensor noise
+    estimate = identify_payload(model, q, tau - rd.joint_friction(model, v))
+    errors = abs(estimate.mass / mass - 1.0), np.linalg.norm(estimate.com - com)
+    FIGURES[f'payload {arm.split("/")[0]} {engine} {mass} kg: mass, com errors'] = errors
+    print(f'\n{arm} {engine}: payload {mass} kg, mass error {100 * errors[0]:.3f} %, com error '
+          f'{1000 * errors[1]:.3f} mm')
+    assert errors[0] < 0.02 and errors[1] < 0.005
     assert_close(estimate.residual_rms, np.full(model.nv, 0.05), 0.5)
+    loaded = rd.with_payload(model, **payload)
     identified = rd.with_payload(model, **estimate.payload)
-    q_test = rng.uniform(np.maximum(model.lower, -np.pi), np.minimum(model.upper, np.pi),
-                         (5, model.nv))
+    q_test = rng.uniform(lower, upper, (5, model.nv))
     error = rd.gravity(identified, q_test) - rd.gravity(loaded, q_test)
     assert np.abs(error).max() < 0.02 * np.abs(rd.gravity(loaded, q_test)).max()
 
@@ -250,72 +355,113 @@ def test_excitation_feeds_a_joint_trajectory():
 
 # ---- proof: a model with masses off by ±20 %, friction and armature unknown ----
 
-GAINS = np.array([600.0, 600.0, 600.0, 600.0, 250.0, 150.0, 50.0]), np.array(
-    [50.0, 50.0, 50.0, 50.0, 30.0, 25.0, 15.0])   # libfranka examples' joint PD gains
+DT = 1e-3           # s, the engines' step
+OMEGA = 20.0        # rad/s: computed torque's error dynamics ë + 2ω ė + ω² e = 0
+OBSERVER_GAIN = 50.0   # 1/s
+TIP = 'panda_hand'
 
 
-def simulate(true, hidden, trajectory, feedforward, dt=1e-3):
-    """Simulate the 'real' arm (M + diag I_a) q̈ = τ - C q̇ - g - f(q̇) by RK4.
+@pytest.fixture(scope='module')
+def proof(panda):
+    """The 'real' arm's hidden joint terms, the nominal model, the excitation, a test motion."""
+    rng = np.random.default_rng(42)
+    hidden, nominal = hidden_joint_terms(panda, rng), perturbed(panda, rng)
+    excitation = excitation_trajectory(nominal, period=6.0, harmonics=4, samples=60,
+                                       evaluations=40)
+    test = excitation_trajectory(nominal, period=3.0, harmonics=3, evaluations=0, seed=7)
+    return dict(xml=make_case(PANDA).xml, hidden=hidden, nominal=nominal, excitation=excitation,
+                test=test)
 
-    Under computed torque τ = feedforward(q_d, q̇_d, q̈_d) + K_p e + K_d ė. Returns q, τ, q_d.
+
+def closed_loop(engine, controller, trajectory):
+    """τ_k = controller(q_k, q̇_k, q_d, q̇_d, q̈_d at t_k), held over step k on the engine.
+
+    Returns q, q̇, τ and q_d, each (N, nv), N = duration / dt.
     """
-    fv, fc, ia = hidden
-    kp, kd = GAINS
-
-    def acceleration(q, v, tau):
-        M = rd.mass_matrix(true, q) + np.diag(ia)
-        return np.linalg.solve(M, tau - rd.nonlinear_effects(true, q, v) - joint_torques(
-            fv, fc, 0.0, v, 0.0))
-
-    n = int(round(trajectory.duration / dt))
-    desired = trajectory.sample_many(np.arange(n) * dt)
-    q, v = desired[0][0].copy(), np.zeros(true.nv)
-    log_q, log_tau = np.empty((n, true.nv)), np.empty((n, true.nv))
+    n = int(round(trajectory.duration / engine.dt))
+    desired = trajectory.sample_many(np.arange(n) * engine.dt)
+    log = np.empty((3, n, len(engine.q)))
     for k in range(n):
-        qd, vd, ad = desired[0][k], desired[1][k], desired[2][k]
-        tau = feedforward(qd, vd, ad) + kp * (qd - q) + kd * (vd - v)
-        log_q[k], log_tau[k] = q, tau
-        a1 = acceleration(q, v, tau)
-        a2 = acceleration(q + dt / 2 * v, v + dt / 2 * a1, tau)
-        a3 = acceleration(q + dt / 2 * (v + dt / 2 * a1), v + dt / 2 * a2, tau)
-        a4 = acceleration(q + dt * (v + dt / 2 * a2), v + dt * a3, tau)
-        q = q + dt * v + dt * dt / 6 * (a1 + a2 + a3)
-        v = v + dt / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
-    return log_q, log_tau, desired[0]
+        q, v = engine.q, engine.v
+        tau = controller(q, v, desired[0][k], desired[1][k], desired[2][k])
+        log[:, k] = q, v, tau
+        engine.step(tau)
+    return log[0], log[1], log[2], desired[0]
+
+
+def real_arm(name, proof, q0):
+    """The engine ``name`` as the real arm: the URDF with the hidden joint terms."""
+    return make_engine(name, proof['xml'], 'panda_link0', TIP, proof['nominal'].joint_names,
+                       q0, DT, joint_dynamics=proof['hidden'])
+
+
+def computed_torque(model):
+    return ComputedTorque(model, OMEGA ** 2, 2.0 * OMEGA)
 
 
 def rms(x):
-    return np.linalg.norm(np.sqrt(np.mean(x ** 2, axis=0)))
+    """|RMS over the samples of each column| (a norm over the joints or components)."""
+    return float(np.linalg.norm(np.sqrt(np.mean(x ** 2, axis=0))))
 
 
-def test_identification_cuts_feedforward_and_tracking_errors_tenfold(panda):
-    rng = np.random.default_rng(42)
-    true, hidden, nominal = panda, hidden_joint_terms(panda, rng), perturbed(panda, rng)
-    excitation = excitation_trajectory(nominal, period=8.0, harmonics=4, samples=80,
-                                       evaluations=120, time_budget=60.0)
-    q, tau, _ = simulate(true, hidden, excitation, lambda *x: rd.rnea(nominal, *x))
-    dt, cutoff = 1e-3, 10.0
-    q, v, a = differentiate(q + rng.normal(scale=1e-5, size=q.shape), dt, cutoff)   # encoders
-    tau = lowpass(tau + rng.normal(scale=0.05, size=tau.shape), dt, cutoff)   # torque sensors
+@pytest.fixture(scope='module', params=ENGINES)
+def identified(request, proof):
+    """rd.identify on the excitation, tracked by computed torque on the nominal model.
+
+    Encoder and torque noise are added to the log; q is differentiated and τ filtered offline.
+    """
+    start = perf_counter()
+    nominal, excitation = proof['nominal'], proof['excitation']
+    rng = np.random.default_rng(ENGINES.index(request.param))
+    sim = real_arm(request.param, proof, excitation.q0)
+    q, _, tau, _ = closed_loop(sim, computed_torque(nominal), excitation)
+    cutoff = 10.0
+    q, v, a = differentiate(q + rng.normal(scale=1e-5, size=q.shape), DT, cutoff)
+    tau = lowpass(tau + rng.normal(scale=0.05, size=tau.shape), DT, cutoff)
     keep = slice(200, -200, 4)
-    result = identify(nominal, q[keep], v[keep], a[keep], tau[keep], viscous=True, coulomb=True,
-                      armature=True, noise_std='estimate')
+    result = identify(nominal, q[keep], v[keep], a[keep], tau[keep], viscous=True,
+                      coulomb=True, armature=True, noise_std='estimate')
+    seconds = perf_counter() - start
+    print(f'\n{request.param}: {result.summary()}\nidentified in {seconds:.1f} s')
+    return request.param, result
 
-    def identified(*x):
-        return rd.rnea(result.model, *x) + joint_torques(result.viscous, result.coulomb,
-                                                         result.armature, x[1], x[2])
 
-    test = excitation_trajectory(nominal, period=3.0, harmonics=3, evaluations=0, seed=7)
-    qt, vt, at = test.sample_many(np.arange(0.0, test.duration, 0.002))
-    tau_true = rd.rnea(true, qt, vt, at) + joint_torques(*hidden, vt, at)
-    feedforward = [rms(rd.rnea(nominal, qt, vt, at) - tau_true),
-                   rms(identified(qt, vt, at) - tau_true)]
+def test_identification_cuts_the_tracking_error_tenfold(proof, identified):
+    """Computed torque on the nominal, then on the identified model, along a new motion."""
+    engine, result = identified
+    test = proof['test']
     tracking = []
-    for model_torques in (lambda *x: rd.rnea(nominal, *x), identified):
-        q_log, _, q_desired = simulate(true, hidden, test, model_torques)
-        tracking.append(rms(q_log - q_desired))
-    FIGURES.update(condition=(excitation.initial_condition_number, excitation.condition_number),
-                   feedforward=feedforward, tracking=tracking, fit=result.summary())
-    print(FIGURES)
-    assert feedforward[0] > 10 * feedforward[1]
+    for model in (proof['nominal'], result.model):
+        q, _, _, q_desired = closed_loop(real_arm(engine, proof, test.q0), computed_torque(model),
+                                         test)
+        tracking.append(rms(q - q_desired))
+    FIGURES[f'{engine}: tracking RMS, rad'] = tracking
+    print(f'\n{engine}: computed-torque tracking RMS {tracking[0]:.3g} -> {tracking[1]:.3g} rad '
+          f'({tracking[0] / tracking[1]:.0f}x)')
     assert tracking[0] > 10 * tracking[1]
+
+
+def test_identification_cuts_the_observer_bias_tenfold(proof, identified):
+    """The momentum observer along the test motion without external force: τ_ext should be 0.
+
+    The same log (closed loop on the identified model) goes to an observer on each model; the
+    bias is the RMS of its τ_ext estimate and of the tip wrench behind it.
+    """
+    engine, result = identified
+    test = proof['test']
+    q, v, tau, _ = closed_loop(real_arm(engine, proof, test.q0), computed_torque(result.model),
+                               test)
+    bias = {}
+    for label, model in (('nominal', proof['nominal']), ('identified', result.model)):
+        observer = MomentumObserver(model, OBSERVER_GAIN)
+        tau_ext = np.array([observer.update(*x, DT) for x in zip(q, v, tau)])
+        wrench = np.array([observer.wrench(x, r, TIP) for x, r in zip(q[::10], tau_ext[::10])])
+        bias[label] = rms(tau_ext), rms(wrench[:, 3:]), rms(wrench[:, :3])
+    before, after = bias['nominal'], bias['identified']
+    FIGURES[f'{engine}: observer bias RMS τ_ext N m, force N, moment N m'] = before, after
+    print(f'\n{engine}: observer bias RMS, nominal -> identified: τ_ext {before[0]:.3g} -> '
+          f'{after[0]:.3g} N m ({before[0] / after[0]:.0f}x), tip force {before[1]:.3g} -> '
+          f'{after[1]:.3g} N ({before[1] / after[1]:.0f}x), tip moment {before[2]:.3g} -> '
+          f'{after[2]:.3g} N m ({before[2] / after[2]:.0f}x)')
+    for x, y in zip(before, after):
+        assert x > 10 * y

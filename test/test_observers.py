@@ -19,24 +19,26 @@ def external_torque(q, wrench=F_TIP):
     return rd.frame_jacobian(PANDA, q, "panda_hand", rd.LOCAL_WORLD_ALIGNED).T @ wrench
 
 
-def simulate(controller, q0, t_end, wrench_on, v0=np.zeros(7)):
-    """RK4 of M q̈ + C q̇ + g = τ + Jᵀ F and of the ideal lag ṙ = K (Jᵀ F − r).
+def simulate(controller, q0, t_end, wrench_on, v0=np.zeros(7), model=PANDA,
+             external=external_torque):
+    """RK4 of M q̈ + C q̇ + g + τ_f = τ + τ_ext and of the ideal lag ṙ = K (τ_ext − r).
 
-    Returns the samples t, q, q̇, the motor torque τ (what a torque-sensing arm reports),
-    Jᵀ F and the ideal lag r, every DT.
+    τ_ext = external(q), by default Jᵀ F of the tip wrench, while wrench_on(t). Returns the
+    samples t, q, q̇, the motor torque τ (what a torque-sensing arm reports), τ_ext and the
+    ideal lag r, every DT.
     """
     n = PANDA.nv
 
     def f(t, x):
         q, v, r = x[:n], x[n:2 * n], x[2 * n:]
-        tau_ext = external_torque(q) if wrench_on(t) else np.zeros(n)
-        qdd = rd.forward_dynamics(PANDA, q, v, controller(t, q, v) + tau_ext)
+        tau_ext = external(q) if wrench_on(t) else np.zeros(n)
+        qdd = rd.forward_dynamics(model, q, v, controller(t, q, v) + tau_ext)
         return np.concatenate([v, qdd, GAIN * (tau_ext - r)])
 
     x, out = np.concatenate([q0, v0, np.zeros(n)]), []
     for t in np.arange(0.0, t_end + DT / 2, DT):
         q, v = x[:n], x[n:2 * n]
-        tau_ext = external_torque(q) if wrench_on(t) else np.zeros(n)
+        tau_ext = external(q) if wrench_on(t) else np.zeros(n)
         out.append((t, q, v, controller(t, q, v), tau_ext, x[2 * n:]))
         k1 = f(t, x)
         k2 = f(t + DT / 2, x + DT / 2 * k1)
@@ -65,6 +67,40 @@ def test_tracks_the_ideal_lag_while_moving_with_variable_dt():
         previous, k = k, k + 1 + rng.integers(3)
     assert np.abs(v).max() > 1.0  # the arm really moves
     assert max(errors) < 1e-3 * np.abs(tau_ext).max()
+
+
+@pytest.mark.parametrize("external", ["constant", "wrench"])
+def test_armature_and_friction_are_no_external_torque(external):
+    """An arm with armature and friction, moving, an external torque from 0.3 s.
+
+    With the model's joint terms the residual has no bias before it and follows its ideal lag
+    after it: a constant torque is reached (K t >= 14); an observer of the rigid arm alone takes
+    the rotors' inertia and the friction for external torques.
+    """
+    model = PANDA.replace(armature=np.linspace(0.3, 0.1, 7), viscous=np.linspace(2.0, 0.5, 7),
+                          coulomb=np.linspace(2.0, 0.5, 7), coulomb_velocity=0.05)
+    amp, omega = np.array([0.5, 0.3, -0.4, 0.4, 0.6, -0.3, 0.8]), np.linspace(3.0, 6.0, 7)
+
+    def reference(t):
+        s, c = np.sin(omega * t), np.cos(omega * t)
+        return Q_PANDA + amp * s, amp * omega * c, -amp * omega**2 * s
+
+    ct = ComputedTorque(model, kp=400.0, kd=40.0)
+    constant = external_torque(Q_PANDA)
+    t, q, v, tau, tau_ext, r_ideal = simulate(
+        lambda t, q, v: ct(q, v, *reference(t)), Q_PANDA, 1.0, lambda t: t >= 0.3 - 1e-9,
+        reference(0.0)[1], model=model,
+        external=(lambda q: constant) if external == "constant" else external_torque)
+    estimates = {name: np.array([obs.update(*sample, DT) for sample in zip(q, v, tau)])
+                 for name, obs in (("joint terms", MomentumObserver(model, GAIN)),
+                                   ("rigid", MomentumObserver(PANDA, GAIN)))}
+    r, scale = estimates["joint terms"], np.abs(tau_ext).max()
+    assert np.abs(v).max() > 1.0 and scale > 1.0
+    assert np.abs(r[t < 0.3]).max() < 1e-3 * scale               # no bias
+    assert np.abs(r - r_ideal).max() < 1e-3 * scale              # the ideal lag
+    if external == "constant":
+        assert np.abs(r[-1] - constant).max() < 1e-3 * scale
+    assert np.abs(estimates["rigid"][t < 0.3]).max() > 0.5 * scale
 
 
 def hold_and_step(obs):

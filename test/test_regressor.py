@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from random_trees import (ARMS, MORE_ARMS, TREES, PinocchioReference, assert_close, make_case,
-                          random_state)
+from random_trees import (ARMS, MORE_ARMS, TREES, PinocchioReference, assert_close, joint_terms,
+                          make_case, random_state)
 from robot_dynamics.core import regressor as regressor_module
 from robot_dynamics.core.regressor import (COULOMB_EPS, base_parameters, parameter_names,
                                            parameter_vector, regressor)
@@ -88,6 +88,26 @@ def test_friction_and_armature_columns(case):
             theta = parameter_vector(model, *given)
             assert len(parameter_names(model, **kwargs)) == Y.shape[1] == len(theta)
             assert_close(Y @ theta, tau_expected, EXACT)
+
+
+def test_the_models_own_joint_terms(case, monkeypatch):
+    """Y θ with parameter_vector(model, True, True, True) is rnea of the model, ε its own."""
+    _, rigid, states = case
+    monkeypatch.setattr(regressor_module, 'CHUNK', 2)
+    model = rigid.replace(**joint_terms(rigid.nv, np.random.default_rng(4)))
+    flags = dict(viscous=True, coulomb=True, armature=True)
+    theta = parameter_vector(model, **flags)
+    assert_close(theta, np.concatenate([model.inertia.ravel(), model.viscous, model.coulomb,
+                                        model.armature]), 0.0)
+    q, v, a = batch(states)
+    assert_close(regressor(model, q, v, a, **flags) @ theta, rd.rnea(model, q, v, a), EXACT,
+                 label='regressor with joint terms')
+    assert_close(regressor(model, q, v, a) @ parameter_vector(model), rd.rnea(rigid, q, v, a),
+                 EXACT)   # without the flags: the rigid bodies alone
+    for state in states:
+        assert_close(regressor(model, *state, **flags) @ theta, rd.rnea(model, *state), EXACT)
+    assert np.array_equal(parameter_vector(model, False, None, False), model.inertia.ravel())
+    assert np.array_equal(parameter_vector(model, np.True_), theta[:len(theta) - 2 * model.nv])
 
 
 def test_coulomb_is_smooth_sign():

@@ -50,7 +50,8 @@ def state_status(table, ws, q, v, a, f_ext):
     return 0
 
 
-def _joint_shapes(model, name):
+def joint_shapes(model, name):
+    """The expected shape of the argument ``name``, in words."""
     if name == 'f_ext':
         return (f'shape ({model.nb}, 6): one (moment, force) wrench per body in its body frame '
                 f'(or (N, {model.nb}, 6) for N states)')
@@ -67,9 +68,9 @@ def argument_error(model, status, **arguments):
                           f'this one ({model.nb} bodies)')
     name, x = list(arguments.items())[status - 1]
     if name in ('q', 'f_ext'):
-        return ValueError(f'{name} must have {_joint_shapes(model, name)}, got shape {x.shape}')
+        return ValueError(f'{name} must have {joint_shapes(model, name)}, got shape {x.shape}')
     return ValueError(f'{name} must have the shape of q, {arguments["q"].shape} (q: '
-                      f'{_joint_shapes(model, "q")}), got shape {x.shape}')
+                      f'{joint_shapes(model, "q")}), got shape {x.shape}')
 
 
 def joint_arrays(model, **arrays):
@@ -86,7 +87,7 @@ def joint_arrays(model, **arrays):
             array = np.asarray(None)
         if array.dtype.kind not in 'fiu' or not 1 <= array.ndim <= 3:
             got = f'shape {array.shape}' if array.dtype.kind in 'fiu' else repr(x)[:60]
-            raise ValueError(f'{name} must be real numbers of {_joint_shapes(model, name)}, '
+            raise ValueError(f'{name} must be real numbers of {joint_shapes(model, name)}, '
                              f'got {got}')
         converted.append(np.ascontiguousarray(array, dtype=float))
     return converted
@@ -100,7 +101,7 @@ def wrenches(model, f_ext):
         return f_ext
     f_ext, = joint_arrays(model, f_ext=f_ext)
     if f_ext.ndim == 1:
-        raise ValueError(f'f_ext must have {_joint_shapes(model, "f_ext")}, got shape '
+        raise ValueError(f'f_ext must have {joint_shapes(model, "f_ext")}, got shape '
                          f'{f_ext.shape}')
     return f_ext
 

@@ -1,9 +1,11 @@
 """Joint-space control laws as plain objects: gravity compensation and computed torque.
 
-Equation of motion: M(q) q̈ + C(q, q̇) q̇ + g(q) = τ + τ_ext.
+Equation of motion: M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f(q̇) = τ + τ_ext, M with the joints'
+armature and τ_f their friction (model.py).
 """
 import numpy as np
 
+from .algorithms.friction import joint_friction
 from .algorithms.rnea import gravity, rnea
 from .arguments import joint_vector
 from .model import Data
@@ -27,10 +29,16 @@ def joint_gains(model, x, name):
 
 
 class GravityCompensation:
-    """τ = g(q): holds the arm still in any pose (a payload rides on the model: rd.with_payload)."""
+    """τ = g(q): holds the arm still in any pose (a payload rides on the model: rd.with_payload).
 
-    def __init__(self, model):
+    With ``friction_compensation``, τ = g(q) + τ_f(q̇) when q̇ is given: the model's joint
+    friction is cancelled too, so that a hand guiding the arm feels its rigid-body inertia only
+    (light, but then nothing damps the arm: it coasts). Off by default.
+    """
+
+    def __init__(self, model, friction_compensation=False):
         self.model = model
+        self.friction_compensation = bool(friction_compensation)
 
     @property
     def model(self):
@@ -41,14 +49,19 @@ class GravityCompensation:
         self._model, self._data = model, Data(model)
 
     def __call__(self, q, v=None):
-        return gravity(self._model, finite_joint_vector(self._model, q, "q"), data=self._data)
+        """g(q), plus τ_f(q̇) with friction compensation and a q̇."""
+        tau = gravity(self._model, finite_joint_vector(self._model, q, "q"), data=self._data)
+        if self.friction_compensation and v is not None:
+            tau += joint_friction(self._model, finite_joint_vector(self._model, v, "v"))
+        return tau
 
 
 class ComputedTorque:
-    """τ = M(q) (q̈_d + K_p e + K_d ė) + C(q, q̇) q̇ + g(q) with e = q_d − q.
+    """τ = M(q) (q̈_d + K_p e + K_d ė) + C(q, q̇) q̇ + g(q) + τ_f(q̇) with e = q_d − q.
 
     Computed torque (Lynch & Park, Modern Robotics §11.4.1) in one inverse-dynamics call,
-    rnea(q, q̇, q̈_d + K_p e + K_d ė). With an exact model the error obeys
+    rnea(q, q̇, q̈_d + K_p e + K_d ė), the joints' armature and friction included. With an exact
+    model the error obeys
     ë + K_d ė + K_p e = 0 per joint; K_p = ω², K_d = 2ω is critically damped.
     """
 

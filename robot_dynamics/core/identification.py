@@ -7,9 +7,12 @@ The workflow (Gautier & Khalil's inverse-dynamics identification model):
    with the same ``lowpass`` so that both keep the same delay-free bandwidth;
 3. ``identify`` the base parameters θ_b (``regressor.base_parameters``), and friction and
    armature if asked, by (weighted) least squares: min Σ_k |Σ^-1 (τ_k - Y_b(q_k, q̇_k, q̈_k) θ_b)|²
-   with Σ = diag(σ_i), the per-joint noise std;
-4. read the report: residual RMS per joint, relative error, condition number, standard
-   deviations, and the physical consistency of the full parameters nearest to the prior model.
+   with Σ = diag(σ_i), the per-joint noise std, τ less the prior's joint terms not fitted;
+4. take the full parameters: among the θ with P θ = θ_b (the data say nothing more), the
+   physically consistent ones nearest the prior (pseudo-inertia LMI, Wensing et al. 2017), and
+   the identified model that carries them, ``rd.rnea(result.model, q, q̇, q̈)``;
+5. read the report: residual RMS per joint, relative error, condition number, standard
+   deviations, physical consistency.
 
 ``identify_payload`` solves the smaller problem of a rigid load at the tip: mass and centre of
 mass from static poses (gravity only), and its inertia too from a motion that excites it.
@@ -18,6 +21,7 @@ import dataclasses
 
 import numpy as np
 
+from .algorithms.friction import joint_friction
 from .algorithms.rnea import gravity, rnea
 from .regressor import base_parameters, parameter_map, parameter_vector, regressor, skew
 
@@ -71,20 +75,157 @@ def inertia_about_com(theta_body):
     return inertia + H @ H / theta_body[0]
 
 
+def pseudo_inertia(theta_body):
+    """The 4x4 pseudo-inertia J = [[tr(I)/2 1 - I, h], [hᵀ, m]] of (m, h, I about the origin).
+
+    J = ∫ (r, 1)(r, 1)ᵀ dm, linear in θ. J ≻ 0 iff m > 0 and the principal moments of I_c obey
+    the strict triangle inequalities (so I_c ≻ 0): the parameters are those of a body, a mass
+    density (Wensing, Kim and Slotine, "Linear matrix inequalities for physically consistent
+    inertial parameter identification", IEEE RA-L 2017).
+    """
+    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = theta_body[4:10]
+    inertia = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
+    J = np.empty((4, 4))
+    J[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
+    J[:3, 3] = J[3, :3] = theta_body[1:4]
+    J[3, 3] = theta_body[0]
+    return J
+
+
+PSEUDO_INERTIA_BASIS = np.array([pseudo_inertia(e) for e in np.eye(10)])   # J(θ) = Σ θ_k E_k
+PHYSICAL_MARGIN = 1e-4   # least eigenvalue of each body's pseudo-inertia, in its own units
+
+
+def body_margins(theta, sizes):
+    """λ_min(U_i J(θ_i) U_i) of each body (nb,) and its gradient in θ_i (nb, 10).
+
+    U_i = diag(1/r, 1/r, 1/r, 1) / √m makes J dimensionless with the body's ``sizes`` (m, r);
+    the gradient of a simple eigenvalue with unit eigenvector u is uᵀ U E_k U u.
+    """
+    mass, radius = sizes
+    units = np.stack([1.0 / radius] * 3 + [np.ones_like(radius)], 1) / np.sqrt(mass)[:, None]
+    J = np.einsum('nk,kab->nab', theta[:10 * len(mass)].reshape(-1, 10), PSEUDO_INERTIA_BASIS)
+    eigenvalues, vectors = np.linalg.eigh(units[:, :, None] * J * units[:, None, :])
+    u = vectors[:, :, 0] * units
+    return eigenvalues[:, 0], np.einsum('na,kab,nb->nk', u, PSEUDO_INERTIA_BASIS, u)
+
+
+def physical_parameters(model, P, theta, prior, margin=PHYSICAL_MARGIN):
+    """(θ*, found): θ* nearest ``prior`` with P θ* = P θ, physical bodies and joint terms >= 0.
+
+    The solution set of the fit is θ + N z, N a basis of P's null space (Y N = 0: what the data
+    cannot see). Over it SLSQP minimises Σ ((θ* - θ_prior) / s)² (s: ``parameter_scales``)
+    subject to λ_min(U_i J(θ*_i) U_i) >= margin for each body (``body_margins``: the
+    pseudo-inertia LMI of Wensing et al. 2017) and θ*_k >= 0 for each joint term k that N moves,
+    starting from θ (the unconstrained nearest point, ``nearest_parameters``). found is False,
+    and θ* = θ, if no such point was found (a body the data fix entirely may be non-physical).
+    """
+    from scipy.linalg import null_space
+    from scipy.optimize import minimize   # imported here: slow, offline use only
+    nb, scale, sizes = model.nb, parameter_scales(model, len(theta)), body_sizes(model)
+    N = null_space(P * scale) * scale[:, None]
+
+    def constraints(z):
+        x = theta + N @ z
+        lowest, gradient = body_margins(x, sizes)
+        rows = np.einsum('nk,nkz->nz', gradient, N[:10 * nb].reshape(nb, 10, -1))
+        return np.concatenate([lowest - margin, x[free]]), np.concatenate([rows, N[free]])
+
+    def distance(z):
+        d = (theta + N @ z - prior) / scale
+        return d @ d, 2.0 * (N / scale[:, None]).T @ d
+
+    free = 10 * nb + np.flatnonzero(np.abs(N[10 * nb:]).max(1, initial=0.0) > 1e-9)
+    z = np.zeros(N.shape[1])
+    if constraints(z)[0].min() >= 0.0:
+        return theta, True
+    if not N.shape[1]:
+        return theta, False
+    z = minimize(distance, z, jac=True, method='SLSQP', options=dict(maxiter=500),
+                 constraints=[dict(type='ineq', fun=lambda z: constraints(z)[0],
+                                   jac=lambda z: constraints(z)[1])]).x
+    x = theta + N @ z
+    if body_margins(x, sizes)[0].min() <= 0.0 or x[free].min(initial=0.0) < -1e-8:
+        return theta, False
+    x[free] = np.maximum(x[free], 0.0)   # within SLSQP's tolerance
+    return x, True
+
+
+def nearest_parameters(model, P, theta_base, prior):
+    """θ = θ_prior + S (P S)⁺ (θ_b - P θ_prior), S = diag(``parameter_scales``).
+
+    The full parameters reproducing θ_b (P θ = θ_b) nearest the prior in the scaled norm
+    |S⁻¹ (θ - θ_prior)|: each body moves in units of its own size.
+    """
+    scale = parameter_scales(model, len(prior))
+    return prior + scale * (np.linalg.pinv(P * scale) @ (theta_base - P @ prior))
+
+
+def body_sizes(model):
+    """(m, r) per body: the model's mass and radius of gyration r = sqrt(tr I / 2 m).
+
+    r about the body origin; 1 (SI) where the model has no mass or inertia.
+    """
+    m = model.inertia[:, 0]
+    with np.errstate(divide='ignore', invalid='ignore'):
+        r = np.sqrt(model.inertia[:, 4:7].sum(1) / (2.0 * m))
+    return np.where(m > 0, m, 1.0), np.where((m > 0) & (r > 0), r, 1.0)
+
+
+def parameter_scales(model, count):
+    """Typical sizes of the ``count`` parameters θ, the units of the distance to the prior.
+
+    Per body m, m r (first moments), m r² (inertias) of ``body_sizes``; 1 (SI) for the joint
+    terms.
+    """
+    m, r = body_sizes(model)
+    bodies = np.repeat(np.stack([m, m * r, m * r * r], 1), [1, 3, 6], axis=1).ravel()
+    return np.concatenate([bodies, np.ones(count - len(bodies))])
+
+
 # ---- least squares on the base parameters ----
+
+def known_joint_torques(model, v, a, flags):
+    """I_a q̈ + τ_f(q̇) of the model's joint terms that are not fitted (``flags`` False).
+
+    The prior knows them: ``identify`` subtracts them from τ so that the links do not absorb them.
+    """
+    known = model.replace(**{kind: None for kind, fitted in flags.items() if fitted})
+    return known.armature * np.asarray(a, dtype=float) + joint_friction(known, v)
+
+
+def identified_model(prior, theta, flags):
+    """The prior with θ's inertias and fitted joint terms; (model, joint terms, notes).
+
+    A Model's joint terms are >= 0: a negative fitted one is kept in the joint terms returned
+    and set to 0 in the model (noted).
+    """
+    nb, nv, rest = prior.nb, prior.nv, theta[10 * prior.nb:]
+    terms, notes = {}, []
+    for kind, fitted in flags.items():   # the optional columns, in their order
+        terms[kind], rest = (rest[:nv].copy(), rest[nv:]) if fitted else (None, rest)
+        if fitted and (terms[kind] < 0).any():
+            negative = [f'{j} ({x:.3g})' for j, x in zip(prior.joint_names, terms[kind]) if x < 0]
+            notes.append(f'negative {kind}, 0 in the model: {", ".join(negative)}')
+    changes = {kind: np.maximum(x, 0.0) for kind, x in terms.items() if x is not None}
+    return prior.replace(inertia=theta[:10 * nb].reshape(nb, 10), **changes), terms, notes
+
 
 @dataclasses.dataclass
 class Identification:
     """What ``identify`` found; θ in the order of ``regressor.parameter_vector``.
 
-    ``theta_base`` (r,) and ``std_base`` its standard deviations; ``theta`` the full parameters
-    nearest to the prior's that reproduce θ_b (P θ = θ_b; distance measured relative to each
-    body's size, ``_body_scales``; joint terms in SI units), ``model`` the prior with those
-    inertias, ``viscous``/``coulomb``/``armature`` (nv,) or None; ``residual_rms`` (nv,) of
-    τ - Y_b θ_b, ``relative_error`` |τ - Y_b θ_b| / |τ|, ``condition_number`` of the weighted
-    Y_b; ``consistency`` one ``physical_consistency`` dict per body, with ``determined`` True
-    where the data fix all ten parameters of that body (else the prior chose among the
-    combinations).
+    ``theta_base`` (r,) and ``std_base`` its standard deviations; ``theta`` full parameters that
+    reproduce θ_b (P θ = θ_b), the physical ones nearest the prior's (``physical_parameters``)
+    or without ``physical`` the nearest (``nearest_parameters``); ``model`` the identified
+    model: the prior with θ's inertias and fitted joint terms, its other joint terms the prior's,
+    so that ``rd.rnea(model, q, v, a)`` is the identified inverse dynamics (a negative fitted
+    joint term is 0 there, noted); ``viscous``/``coulomb``/``armature`` (nv,) the fitted joint
+    terms as fitted, or None; ``residual_rms``
+    (nv,) of τ - Y_b θ_b, ``relative_error`` |τ - Y_b θ_b| / |τ|, ``condition_number`` of the
+    weighted Y_b; ``consistency`` one ``physical_consistency`` dict per body, with
+    ``determined`` True where the data fix all ten parameters of that body (else the prior chose
+    among the combinations); ``notes`` what the summary should say; ``prior`` the given model.
     """
 
     base: object
@@ -99,6 +240,8 @@ class Identification:
     relative_error: float
     condition_number: float
     consistency: list
+    notes: list
+    prior: object
 
     @property
     def consistent(self):
@@ -106,74 +249,111 @@ class Identification:
         return all(c['positive_definite'] and c['triangle'] for c in self.consistency)
 
     def predict(self, q, v, a):
-        """τ = Y_b θ_b at the given states."""
-        return self.base.regressor(self.model, q, v, a) @ self.theta_base
+        """τ = Y_b θ_b + the prior's joint terms not fitted, at the given states."""
+        return (self.base.regressor(self.model, q, v, a) @ self.theta_base
+                + known_joint_torques(self.prior, v, a, self.base.flags))
 
     def summary(self):
         """A few lines for a human."""
         bad = [name for name, c in zip(self.model.joint_names, self.consistency)
                if not (c['positive_definite'] and c['triangle'])]
-        return (f'{self.base.count} base parameters, condition number '
-                f'{self.condition_number:.3g}, relative error {self.relative_error:.3g}\n'
-                f'residual RMS per joint: {np.array2string(self.residual_rms, precision=4)}\n'
-                f'physically inconsistent bodies: {", ".join(bad) or "none"}')
+        return '\n'.join([f'{self.base.count} base parameters, condition number '
+                          f'{self.condition_number:.3g}, relative error {self.relative_error:.3g}',
+                          f'residual RMS per joint: '
+                          f'{np.array2string(self.residual_rms, precision=4)}',
+                          f'physically inconsistent bodies: {", ".join(bad) or "none"}',
+                          *self.notes])
 
 
 def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, noise_std=None,
-             base=None):
-    """Least-squares θ_b from logged states q, q̇, q̈ and torques τ, all (N, nv).
+             base=None, Y=None, physical=True):
+    """Least-squares θ_b from logged states q, q̇, q̈ and torques τ, all (N, nv); the full model.
 
-    ``model`` gives the kinematics and the prior inertias; ``noise_std``: None (ordinary least
-    squares), per-joint σ (nv,) (rows of joint i weighted by 1 / σ_i) or 'estimate' (Gautier's
-    two steps: σ_i from the unweighted residuals, then weighted). ``base``: a
-    ``BaseParameters`` to reuse (default: ``base_parameters(model, viscous, coulomb, armature)``).
-    Memory grows as N nv r: decimate long logs after filtering (10^4 states are plenty).
+    ``model`` is the prior: kinematics, inertias, and joint terms. Its joint terms that are not
+    fitted are known: τ - I_a q̈ - τ_f(q̇) of those is fitted (``known_joint_torques``).
+    ``noise_std``: None (ordinary least squares), per-joint σ (nv,) (rows of joint i weighted by
+    1 / σ_i) or 'estimate' (Gautier's two steps: σ_i from the unweighted residuals, then
+    weighted). ``base``: a ``BaseParameters`` to reuse (default:
+    ``base_parameters(model, viscous, coulomb, armature)``). ``Y``: the full regressor at the
+    states, (N, nv, 10 nb + joint columns) as ``regressor(model, q, v, a, viscous, coulomb,
+    armature)`` lays it out, if computed already (e.g. with filtered Coulomb columns: parallel
+    filtering). ``physical``: choose the full θ physical (``physical_parameters``) when the
+    solution set P θ = θ_b has such a point; θ_b is the same either way. Memory grows as N nv r:
+    decimate long logs after filtering (10^4 states are plenty).
     """
     flags = dict(viscous=viscous, coulomb=coulomb, armature=armature)
     base = base or base_parameters(model, **flags)
     if base.flags != flags:
         raise ValueError(f'base was made for {base.flags}, not {flags}')
     tau = np.asarray(tau, dtype=float)
-    Yb = base.regressor(model, q, v, a)   # (N, nv, r)
+    Yb = base.regressor(model, q, v, a) if Y is None else _base_columns(Y, base, tau.shape)
+    tau_to_fit = tau - known_joint_torques(model, v, a, flags)
+    sigma = noise_weights(Yb, tau_to_fit, noise_std, base.count)
+    theta_base, std_base, residual_rms, condition = _weighted_fit(Yb, tau_to_fit, sigma,
+                                                                  base.count)
+    theta, notes = full_parameters(model, base.P, theta_base, flags, physical)
+    fitted, terms, negative = identified_model(model, theta, flags)
+    return Identification(base, theta_base, std_base, theta, fitted, **terms,
+                          residual_rms=residual_rms,
+                          relative_error=float(np.linalg.norm(residual_rms) / np.sqrt(
+                              np.mean(tau ** 2, axis=0).sum())),
+                          condition_number=condition,
+                          consistency=consistency_report(fitted, base.P), notes=notes + negative,
+                          prior=model)
+
+
+def noise_weights(Yb, tau, noise_std, count):
+    """σ (nv,) of ``identify``'s ``noise_std``: ones, the given values, or 'estimate'd.
+
+    'estimate': the residual RMS per joint of the ordinary least-squares fit (Gautier's first
+    step), floored so that exact data do not divide by 0.
+    """
+    nv = tau.shape[-1]
     if isinstance(noise_std, str):
         if noise_std != 'estimate':
             raise ValueError(f"noise_std must be None, per-joint values or 'estimate', "
                              f"got {noise_std!r}")
-        rms = _weighted_fit(Yb, tau, np.ones(model.nv), base.count)[2]
-        noise_std = np.maximum(rms, 1e-9 * rms.max() + 1e-300)   # exact data: no division by 0
-    sigma = np.ones(model.nv) if noise_std is None else np.broadcast_to(
-        np.asarray(noise_std, dtype=float), (model.nv,))
-    theta_base, std_base, residual_rms, condition = _weighted_fit(Yb, tau, sigma, base.count)
-    prior = parameter_vector(model, *(np.zeros(model.nv) if f else None for f in flags.values()))
-    scale = np.concatenate([_body_scales(model), np.ones(len(prior) - 10 * model.nb)])
-    theta = prior + scale * (np.linalg.pinv(base.P * scale) @ (theta_base - base.P @ prior))
-    n_inertial = 10 * model.nb
-    fitted = model.replace(inertia=theta[:n_inertial].reshape(model.nb, 10))
-    joint_terms, rest = {}, theta[n_inertial:]
-    for kind, flag in flags.items():   # the optional columns, in their order
-        joint_terms[kind], rest = (rest[:model.nv], rest[model.nv:]) if flag else (None, rest)
-    projector = np.linalg.pinv(base.P) @ base.P
-    determined = np.abs(np.diag(projector)[:n_inertial] - 1.0).reshape(model.nb, 10).max(1) < 1e-8
-    consistency = [physical_consistency(t) | dict(determined=bool(d))
-                   for t, d in zip(fitted.inertia, determined)]
-    return Identification(base, theta_base, std_base, theta, fitted, **joint_terms,
-                          residual_rms=residual_rms,
-                          relative_error=float(np.linalg.norm(residual_rms) / np.sqrt(
-                              np.mean(tau ** 2, axis=0).sum())),
-                          condition_number=condition, consistency=consistency)
+        rms = _weighted_fit(Yb, tau, np.ones(nv), count)[2]
+        return np.maximum(rms, 1e-9 * rms.max() + 1e-300)
+    return np.ones(nv) if noise_std is None else np.broadcast_to(
+        np.asarray(noise_std, dtype=float), (nv,))
 
 
-def _body_scales(model):
-    """Typical sizes of each body's parameters, the units of the distance to the prior.
+def full_parameters(model, P, theta_base, flags, physical):
+    """θ with P θ = θ_b: the physical one nearest the prior if ``physical``, else the nearest.
 
-    m, m r (first moments), m r² (inertias), with r = sqrt(tr I / 2 m) the prior's radius of
-    gyration about the body origin; 1 (SI) for a massless body.
+    Returns θ and notes (none physical found). The prior is ``model``'s θ with its own joint
+    terms where fitted.
     """
-    m = model.inertia[:, 0]
-    with np.errstate(divide='ignore', invalid='ignore'):
-        r = np.sqrt(model.inertia[:, 4:7].sum(1) / (2.0 * m))
-    m, r = np.where(m > 0, m, 1.0), np.where((m > 0) & (r > 0), r, 1.0)
-    return np.repeat(np.stack([m, m * r, m * r * r], 1), [1, 3, 6], axis=1).ravel()
+    prior = parameter_vector(model, **flags)
+    theta = nearest_parameters(model, P, theta_base, prior)
+    if not physical:
+        return theta, []
+    theta, found = physical_parameters(model, P, theta, prior)
+    return theta, [] if found else ['no physically consistent parameters found that fit the '
+                                    'data: the nearest to the prior are given']
+
+
+def consistency_report(model, P):
+    """``physical_consistency`` of each body of the model, and ``determined``.
+
+    determined: the data fix all ten parameters of the body (the diagonal of the projector
+    P⁺ P onto what the data see is 1 there).
+    """
+    nb = model.nb
+    projector = np.linalg.pinv(P) @ P
+    determined = np.abs(np.diag(projector)[:10 * nb] - 1.0).reshape(nb, 10).max(1) < 1e-8
+    return [physical_consistency(t) | dict(determined=bool(d))
+            for t, d in zip(model.inertia, determined)]
+
+
+def _base_columns(Y, base, shape):
+    """Y_b = Y[..., independent] of a full regressor Y (N, nv, columns), its shape checked."""
+    Y = np.asarray(Y, dtype=float)
+    if Y.shape != (*shape, base.P.shape[1]):
+        raise ValueError(f'Y must have shape {(*shape, base.P.shape[1])} (the full regressor '
+                         f'at the states, joint columns included), got {Y.shape}')
+    return Y[..., base.independent]
 
 
 def _weighted_fit(Y, tau, sigma, r):

@@ -15,7 +15,10 @@ BODY_ROT, BODY_POS = 2, 11     # X_tree: kernel body frame at q = 0 in the paren
 BODY_INERTIA = 14              # standard parameters (spatial.py) about the origin, kernel axes
 BODY_GRAVITY = 24              # model.gravity, the same on every row
 BODY_AXES = 27                 # R_a: the kernel frame's axes in the model's body frame
-BODY_WIDTH = 36
+BODY_ARMATURE = 36             # the body's joint: armature I_a (rotor inertia), added to M_ii
+BODY_VISCOUS, BODY_COULOMB = 37, 38   # its friction τ_f = f_v q̇ + f_c tanh(q̇ / ε)
+BODY_COULOMB_VELOCITY = 39     # ε of that smooth sign, model.coulomb_velocity on every row
+BODY_WIDTH = 40
 # Columns of the frame table (Model.frames), one row per named frame.
 FRAME_BODY, FRAME_ROT, FRAME_POS, FRAME_WIDTH = 0, 1, 10, 13  # placement in the kernel body frame
 

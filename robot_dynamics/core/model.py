@@ -5,6 +5,24 @@ joint, revolute or prismatic, whose frame is the body frame: at configuration ``
 sits at ``X_tree[i] @ exp([A_i] q_i)`` in its parent's frame, with ``A_i = (axis, 0)`` for a
 revolute and ``(0, axis)`` for a prismatic joint (L&P eq. 8.43, the screw axis expressed in
 frame ``i``).
+
+Each joint also carries the terms a rigid-body model leaves out, one value per joint (model
+order, default 0), so that every algorithm solves
+``M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f(q̇) = τ + τ_ext`` with M including diag(armature):
+
+- ``armature`` I_a: the rotor inertia reflected through the gear (n² I_rotor), kg m² or kg;
+  it adds I_a q̈ to τ and I_a to M's diagonal (as Pinocchio's ``model.armature`` and MuJoCo's
+  ``dof_armature``). Being constant, it leaves C (and Ṁ = C + Cᵀ) unchanged.
+- ``viscous`` f_v and ``coulomb`` f_c: the joint friction
+  ``τ_f(q̇) = f_v q̇ + f_c tanh(q̇ / ε)`` (``joint_friction``), with ε = ``coulomb_velocity``
+  (default COULOMB_VELOCITY = 0.01 rad/s or m/s: 76 % of f_c at q̇ = ε, 99.5 % at 3 ε). The
+  smooth sign is exactly 0 at q̇ = 0, so g(q) = rnea(q, 0, 0) still holds; it makes τ_f
+  differentiable and the regressor linear in f_c.
+
+These come from configuration or identification (``identify``), not from the URDF: its
+``<dynamics damping friction>`` are simulator tuning values in most files and ``load_urdf`` does
+not read them (Pinocchio too keeps them out of its dynamics). Set them with
+``model.replace(armature=..., viscous=..., coulomb=...)``; the Model checks them.
 """
 import dataclasses
 import threading
@@ -12,15 +30,24 @@ import threading
 import numpy as np
 
 from .layout import (  # noqa: F401 (the column layout, also re-exported for model.X users)
-    BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, BODY_POS, BODY_ROT, BODY_TYPE, BODY_WIDTH,
+    BODY_ARMATURE, BODY_AXES, BODY_COULOMB, BODY_COULOMB_VELOCITY, BODY_GRAVITY, BODY_INERTIA,
+    BODY_PARENT, BODY_POS, BODY_ROT, BODY_TYPE, BODY_VISCOUS, BODY_WIDTH,
     FRAME_BODY, FRAME_POS, FRAME_ROT, FRAME_WIDTH, PRISMATIC, REVOLUTE, WS_A, WS_BC, WS_F, WS_IC,
     WS_M, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_SD, WS_V, WS_VW, WS_Y)
 from .spatial import homogeneous, standard_parameters, transformed_inertia
 
+COULOMB_VELOCITY = 0.01   # ε of the Coulomb friction's smooth sign tanh(q̇ / ε), rad/s or m/s
+JOINT_TERMS = ('armature', 'viscous', 'coulomb')   # the per-joint fields beyond the rigid bodies
+
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Model:
-    """Constant description of a tree of rigid bodies, one degree of freedom per body."""
+    """Constant description of a tree of rigid bodies, one degree of freedom per body.
+
+    Its joints' armature and friction (armature, viscous, coulomb, coulomb_velocity; see the
+    module docstring) default to zero and never come from the URDF: give them from a
+    configuration or an identification.
+    """
 
     joint_names: tuple
     joint_type: np.ndarray       # (nb,) REVOLUTE or PRISMATIC
@@ -38,8 +65,15 @@ class Model:
     base: str
     tip: str                     # the chain's tip link, None for a whole tree
     gravity: np.ndarray = dataclasses.field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    armature: np.ndarray = None  # (nv,) I_a, kg m² (revolute) or kg (prismatic); None: zeros
+    viscous: np.ndarray = None   # (nv,) f_v, N m s/rad or N s/m; None: zeros
+    coulomb: np.ndarray = None   # (nv,) f_c, N m or N; None: zeros
+    coulomb_velocity: float = COULOMB_VELOCITY   # ε, rad/s or m/s
 
     def __post_init__(self):
+        for name in JOINT_TERMS:
+            object.__setattr__(self, name, _joint_coefficients(self, name))
+        object.__setattr__(self, 'coulomb_velocity', _coulomb_velocity(self.coulomb_velocity))
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, np.ndarray):
@@ -100,7 +134,38 @@ def _body_table(model):
             model.inertia[i], homogeneous(R_a[i].T, np.zeros(3)))
     table[:, BODY_GRAVITY:BODY_GRAVITY + 3] = model.gravity
     table[:, BODY_AXES:BODY_AXES + 9] = R_a.reshape(nb, 9)
+    table[:, BODY_ARMATURE] = model.armature
+    table[:, BODY_VISCOUS] = model.viscous
+    table[:, BODY_COULOMB] = model.coulomb
+    table[:, BODY_COULOMB_VELOCITY] = model.coulomb_velocity
     return table   # writable: numba types a read-only array on a slow path (~0.1 µs a call)
+
+
+def _joint_coefficients(model, name):
+    """The field ``name`` as a float (nv,) array, finite and >= 0 (zeros for None)."""
+    value = getattr(model, name)
+    if value is None:
+        return np.zeros(model.nv)
+    try:
+        x = np.array(value, dtype=float)
+    except (TypeError, ValueError):
+        x = None
+    if x is None or x.shape != (model.nv,) or not np.all(np.isfinite(x)) or (x < 0.0).any():
+        raise ValueError(f'{name} must be {model.nv} finite numbers >= 0, one per joint '
+                         f'({", ".join(model.joint_names)}), got {value!r}')
+    return x
+
+
+def _coulomb_velocity(value):
+    """ε as a finite float > 0."""
+    try:
+        eps = float(value)
+    except (TypeError, ValueError):
+        eps = np.nan
+    if not 0.0 < eps < np.inf:
+        raise ValueError(f'coulomb_velocity (ε of the smooth sign tanh(q̇ / ε)) must be a '
+                         f'finite number > 0, rad/s or m/s, got {value!r}')
+    return eps
 
 
 def _frame_table(model):

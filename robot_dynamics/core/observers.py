@@ -1,13 +1,14 @@
 """First-order generalized-momentum observer: external joint torques and the wrench behind them.
 
-With p = M(q) q̇ and M q̈ + C q̇ + g = τ + τ_ext, ṗ = τ + Cᵀ q̇ − g + τ_ext (Ṁ = C + Cᵀ), so the
-residual r = K (p(t) − p(0) − ∫ (τ + Cᵀ q̇ − g + r) dt) obeys ṙ = K (τ_ext − r): every joint
+With p = M(q) q̇ and M q̈ + C q̇ + g + τ_f = τ + τ_ext (M with the joints' armature, τ_f(q̇) their
+friction, model.py), ṗ = β + τ_ext with β = τ + Cᵀ q̇ − g − τ_f (Ṁ = C + Cᵀ: the armature is
+constant), so the residual r = K (p(t) − p(0) − ∫ (β + r) dt) obeys ṙ = K (τ_ext − r): every joint
 sees τ_ext through a first-order lag of time constant 1/K_i (De Luca, Albu-Schäffer, Haddadin
 and Hirzinger, "Collision detection and safe reaction with the DLR-III lightweight manipulator
 arm", IROS 2006).
 
 Discretization, between two samples dt apart: the mean external torque over the step is
-u = (p₁ − p₀) / dt − β̄, with β = τ + Cᵀ q̇ − g averaged by the trapezoidal rule, and the lag is
+u = (p₁ − p₀) / dt − β̄, with β averaged by the trapezoidal rule, and the lag is
 advanced exactly for u held over the step: r₁ = e^(−K dt) r₀ + (1 − e^(−K dt)) u. A constant
 τ_ext therefore gives r = τ_ext (1 − e^(−K t)) at the samples, whatever the (variable) dt.
 """
@@ -15,6 +16,7 @@ import numpy as np
 
 from .algorithms.coriolis import coriolis_matrix
 from .algorithms.crba import mass_matrix
+from .algorithms.friction import joint_friction
 from .algorithms.jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian
 from .algorithms.rnea import gravity
 from .control import finite_joint_vector, joint_gains
@@ -70,7 +72,8 @@ class MomentumObserver:
         q, v = finite_joint_vector(m, q, "q"), finite_joint_vector(m, v, "v")
         tau = finite_joint_vector(m, tau, "tau")
         p = mass_matrix(m, q, data) @ v
-        beta = tau + coriolis_matrix(m, q, v, data).T @ v - gravity(m, q, data)
+        beta = (tau + coriolis_matrix(m, q, v, data).T @ v - gravity(m, q, data)
+                - joint_friction(m, v))
         if self._anchor is not None and 0.0 < dt <= self.max_dt:
             p0, beta0 = self._anchor
             beta_mean = beta if beta0 is None else 0.5 * (beta + beta0)

@@ -7,12 +7,17 @@ Parameter vector θ, 10 per moving body in model order, then the optional joint 
 
 the standard parameters of body i about its body (joint) frame origin, in body axes, which is
 exactly the row ``model.inertia[i]``: ``θ = model.inertia.ravel()``. The optional columns are one
-per joint, appended in this order when asked for:
+per joint, appended in this order when asked for, the joint terms of model.py:
 
 - viscous friction ``f_v``: τ_i += f_v,i q̇_i;
-- Coulomb friction ``f_c``: τ_i += f_c,i tanh(q̇_i / ε), a smooth sign with ε = COULOMB_EPS
-  (0.01 rad/s or m/s: 99.5 % of f_c at 3 ε, 0.03 rad/s);
+- Coulomb friction ``f_c``: τ_i += f_c,i tanh(q̇_i / ε), the smooth sign of friction.py with
+  ε = ``model.coulomb_velocity`` (default COULOMB_EPS = model.COULOMB_VELOCITY, 0.01 rad/s or
+  m/s: 99.5 % of f_c at 3 ε);
 - armature ``I_a`` (rotor inertia reflected through the gear): τ_i += I_a,i q̈_i.
+
+So ``regressor(model, q, v, a, True, True, True) @ parameter_vector(model, True, True, True)``
+is ``rnea(model, q, v, a)``, the model's own joint terms included; without the flags, Y θ is
+the rigid-body part alone, rnea of the model with zero joint terms.
 
 Derivation. The Newton-Euler wrench of body j (L&P eq. 8.53 without its children) is linear in
 θ_j::
@@ -32,22 +37,23 @@ small products per state, vectorised over the states.
 import numpy as np
 from scipy.linalg import qr, solve_triangular
 
+from .algorithms.friction import smooth_sign
 from .algorithms.rnea import forward_pass
-from .model import BODY_AXES, PRISMATIC, WS_A, WS_PREL, WS_RREL, WS_V, Data
+from .model import BODY_AXES, COULOMB_VELOCITY, PRISMATIC, WS_A, WS_PREL, WS_RREL, WS_V, Data
 from .spatial import homogeneous, transformed_inertia
 
-COULOMB_EPS = 0.01
+COULOMB_EPS = COULOMB_VELOCITY   # the default ε, one constant (model.py)
 INERTIAL_NAMES = ('m', 'mx', 'my', 'mz', 'Ixx', 'Iyy', 'Izz', 'Ixy', 'Ixz', 'Iyz')
 JOINT_COLUMNS = ('viscous', 'coulomb', 'armature')   # the order of the optional columns
 CHUNK = 1024   # states per vectorised pass
 
 
-def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False,
-              coulomb_eps=COULOMB_EPS):
+def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False):
     """Y with τ = Y θ: shape (nv, 10 nb + extra) for one state, (N, nv, ...) for (N, nv) input.
 
     ``viscous``, ``coulomb``, ``armature``: append nv columns each, q̇_i, tanh(q̇_i / ε) and q̈_i
-    on row i, in that order (module docstring). θ is ``parameter_vector(model, ...)``.
+    on row i, in that order (module docstring), ε = ``model.coulomb_velocity``. θ is
+    ``parameter_vector(model, ...)``.
     """
     q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
     single = q.ndim == 1
@@ -60,7 +66,8 @@ def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False,
         Y[k:k + CHUNK] = _inertial_regressor(model, q[k:k + CHUNK], v[k:k + CHUNK],
                                              a[k:k + CHUNK])
     columns = [Y]
-    for flag, x in zip((viscous, coulomb, armature), (v, np.tanh(v / coulomb_eps), a)):
+    for flag, x in zip((viscous, coulomb, armature),
+                       (v, smooth_sign(v, model.coulomb_velocity) if coulomb else None, a)):
         if flag:
             columns.append(np.eye(model.nv) * x[:, None, :])   # row i: x_i in column i
     Y = np.concatenate(columns, axis=2)
@@ -68,14 +75,19 @@ def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False,
 
 
 def parameter_vector(model, viscous=None, coulomb=None, armature=None):
-    """θ of ``model`` (``model.inertia.ravel()``), then the given per-joint coefficients.
+    """θ of ``model`` (``model.inertia.ravel()``), then the per-joint coefficients asked for.
 
-    In the order viscous, Coulomb, armature: ``regressor(..., viscous=True) @ θ`` then matches.
+    Each of viscous, Coulomb, armature (appended in that order) is True for the model's own
+    (``model.viscous`` etc.), the coefficients themselves (a number or nv values), or None or
+    False for none: ``regressor(..., viscous=True) @ θ`` then matches.
     """
     parts = [model.inertia.ravel()]
-    for x in (viscous, coulomb, armature):
-        if x is not None:
-            parts.append(np.broadcast_to(np.asarray(x, dtype=float), (model.nv,)))
+    for name, x in zip(JOINT_COLUMNS, (viscous, coulomb, armature)):
+        flag = isinstance(x, (bool, np.bool_))
+        if x is None or (flag and not x):
+            continue
+        x = getattr(model, name) if flag else x
+        parts.append(np.broadcast_to(np.asarray(x, dtype=float), (model.nv,)))
     return np.concatenate(parts)
 
 

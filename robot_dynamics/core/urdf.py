@@ -39,7 +39,14 @@ class URDFError(ValueError):
 
 
 def load_urdf(source, base=None, tip=None, gravity=(0.0, 0.0, -9.81)):
-    """Build a Model from a URDF file path or XML document (str or bytes); base/tip: link names."""
+    """Build a Model from a URDF file path or XML document (str or bytes); base/tip: link names.
+
+    The joints' ``<dynamics damping friction>`` are not read: in most URDFs they are a
+    simulator's tuning values, not measured friction (Pinocchio keeps them out of its dynamics
+    too). The Model's armature, viscous and Coulomb friction start at zero; set them from a
+    configuration or an identification with ``model.replace(armature=..., viscous=...,
+    coulomb=...)``.
+    """
     gravity = _gravity(gravity)
     robot = _parse_robot(_read(source))
     links = _parse_links(robot)

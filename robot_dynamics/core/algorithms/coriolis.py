@@ -11,7 +11,8 @@ columns of J̇_i are Ṡ_j = ad_{V_j} S_j, so for k an ancestor of j
 
     C_kj = S_k^T (G^c_j Ṡ_j + B^c_j S_j),   C_jk = S_j^T (G^c_j Ṡ_k + B^c_j S_k),
 
-with composites summed over subtrees as in the CRBA.
+with composites summed over subtrees as in the CRBA. The joints' armature is a constant term of M
+and their friction is no Coriolis force: neither enters C (model.py).
 """
 import numpy as np
 from numba import prange
@@ -155,7 +156,10 @@ def coriolis_kernel(table, q, v, ws, C):
 
 
 def coriolis_matrix(model, q, v, data=None):
-    """C(q, q̇) with C q̇ = rnea(q, q̇, 0) - g(q) and Ṁ = C + C^T; (N, nv, nv) for N states."""
+    """C(q, q̇) with C q̇ = rnea(q, q̇, 0) - g(q) - τ_f(q̇) and Ṁ = C + C^T.
+
+    (N, nv, nv) for N states.
+    """
     if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
         q, v = joint_arrays(model, q=q, v=v)
     nv = len(model.table)

@@ -4,14 +4,15 @@ With G^c_i = Σ_{k in subtree(i)} G_k the composite inertia of the subtree of bo
 frame (accumulated from the leaves, each composite moved into its parent's frame), the mass
 matrix M = Σ_i J_i^T G_i J_i (L&P §8.4) has the entries M_ij = A_i^T F_i for i = j or an
 ancestor of j, where F_j = G^c_j A_j and F_λ(i) = Ad^T_{T_{i,λ}} F_i carries that wrench towards
-the base. Cost O(n·depth).
+the base. The joints' armature I_a adds to the diagonal, M_jj += I_a,j (model.py). Cost
+O(n·depth).
 """
 import numpy as np
 from numba import prange
 
 from .._jit import jit, parallel
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
-from ..layout import BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
+from ..layout import BODY_ARMATURE, BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
 from ..spatial import accumulate, force_to_parent, load3, load9, load10, store, transform_inertia
 from .batch import chunk, chunk_count
 from .kinematics import joint_force, joint_transform, revolute
@@ -28,7 +29,7 @@ def composite_times_axis(ws, j, turns):
 
 @jit
 def mass_matrix_state(table, q, ws, M):
-    """M(q) of one state (symmetric, both triangles filled)."""
+    """M(q) of one state, armature included (symmetric, both triangles filled)."""
     nb = table.shape[0]
     M[:, :] = 0.0
     for i in range(nb):   # T_{λ,i} and the body's own inertia, the start of its composite
@@ -43,7 +44,7 @@ def mass_matrix_state(table, q, ws, M):
                 load10(ws, i, WS_IC), load9(ws, i, WS_RREL), load3(ws, i, WS_PREL)))
     for j in range(nb):
         m, f = composite_times_axis(ws, j, revolute(table, j))   # F = G^c_j A_j, then to the base
-        M[j, j] = joint_force(revolute(table, j), m, f)
+        M[j, j] = joint_force(revolute(table, j), m, f) + table[j, BODY_ARMATURE]
         i, parent = j, int(table[j, BODY_PARENT])
         while parent >= 0:
             m, f = force_to_parent(load9(ws, i, WS_RREL), load3(ws, i, WS_PREL), m, f)
@@ -69,7 +70,10 @@ mass_matrix_parallel = parallel(mass_matrix_kernel)
 
 
 def mass_matrix(model, q, data=None):
-    """Joint-space mass matrix M(q), symmetric positive definite; (N, nv, nv) for q (N, nv)."""
+    """Joint-space mass matrix M(q) + diag(armature), symmetric positive definite.
+
+    (N, nv, nv) for q (N, nv).
+    """
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)

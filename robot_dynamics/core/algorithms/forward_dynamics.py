@@ -1,4 +1,8 @@
-"""Forward dynamics q̈ = M(q)^{-1} (τ + Σ J_i^T F_ext,i - C q̇ - g) by CRBA and Cholesky (§8.5)."""
+"""Forward dynamics q̈ = M(q)^{-1} (τ + Σ J_i^T F_ext,i - C q̇ - g - τ_f) by CRBA and Cholesky.
+
+L&P §8.5. M includes the joints' armature, τ_f(q̇) is their friction (both from rnea_state and
+mass_matrix_state, model.py).
+"""
 import numpy as np
 from numba import prange
 

@@ -9,8 +9,10 @@ with V_0 = 0 and V̇_0 = (0, -g): gravity enters as an upward acceleration of th
 Backward pass, for i = n..1::
 
     F_i = G_i V̇_i - ad_{V_i}^T G_i V_i - F_ext,i + Σ_children Ad^T_{T_{c,i}} F_c   (L&P eq. 8.53)
-    τ_i = F_i^T A_i                                                 (L&P eq. 8.54)
+    τ_i = F_i^T A_i + I_a,i q̈_i + τ_f,i(q̇_i)                        (L&P eq. 8.54)
 
+where the joint's own terms (model.py), the armature I_a (rotor inertia) and the friction τ_f
+(friction.py), are added at the joint: they act on the joint coordinate, not on a body.
 Where q̇ or q̈ is None (``nonlinear_effects``) its terms are left out when the kernel is compiled.
 ``gravity`` needs no recursion over velocities: g(q) = ∂P/∂q, the gradient of the potential
 energy P = -Σ m_i g·c_i, is a sum over subtrees of first moments (``gravity_state``).
@@ -21,12 +23,13 @@ from numba import prange
 from .._jit import jit, parallel
 from ..arguments import (F64, NO_WRENCHES, argument_error, joint_arrays, state_status, workspace,
                          wrenches)
-from ..layout import (BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A, WS_F, WS_IC, WS_P,
-                      WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
+from ..layout import (BODY_ARMATURE, BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A,
+                      WS_F, WS_IC, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
 from ..spatial import (ZERO, accumulate, add, cross, dot, force_cross, force_to_parent,
                        inertia_times_motion, load3, load4, load9, load10, motion_to_child, rotate,
                        rotate_transpose, scale, store, sub)
 from .batch import chunk, chunk_count, wrench_row
+from .friction import friction_torque
 from .kinematics import (add_joint_motion, cross_joint_motion, forward_kinematics, joint_force,
                          joint_transform, revolute)
 
@@ -62,8 +65,22 @@ def forward_pass(table, q, v, a, with_gravity, ws):
 
 
 @jit
+def joint_terms(table, i, v, a):
+    """I_a,i q̈_i + τ_f,i(q̇_i): the torque of joint i's rotor and friction (None: no term)."""
+    torque = 0.0
+    if a is not None:
+        torque += table[i, BODY_ARMATURE] * a[i]
+    if v is not None:
+        torque += friction_torque(table, i, v[i])
+    return torque
+
+
+@jit
 def rnea_state(table, q, v, a, f_ext, ws, tau):
-    """τ = M(q) q̈ + C(q, q̇) q̇ + g(q) - Σ J_i^T F_ext,i for one state (f_ext may be empty)."""
+    """τ = M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f(q̇) - Σ J_i^T F_ext,i for one state.
+
+    f_ext may be empty; M includes the armature.
+    """
     nb = table.shape[0]
     forward_pass(table, q, v, a, True, ws)
     for i in range(nb):   # the body's own wrench G V̇ - ad_V^T G V - F_ext
@@ -82,7 +99,7 @@ def rnea_state(table, q, v, a, f_ext, ws, tau):
         store(ws, i, WS_F + 3, f)
     for i in range(nb - 1, -1, -1):   # children first: F_i is complete when we reach it
         m, f = load3(ws, i, WS_F), load3(ws, i, WS_F + 3)
-        tau[i] = joint_force(revolute(table, i), m, f)
+        tau[i] = joint_force(revolute(table, i), m, f) + joint_terms(table, i, v, a)
         parent = int(table[i, BODY_PARENT])
         if parent >= 0:
             p_m, p_f = force_to_parent(load9(ws, i, WS_RREL), load3(ws, i, WS_PREL), m, f)
@@ -163,7 +180,9 @@ gravity_parallel = parallel(gravity_kernel)
 
 
 def rnea(model, q, v, a, f_ext=None, data=None):
-    """Inverse dynamics τ = M(q) q̈ + C(q, q̇) q̇ + g(q) - Σ J_i^T F_ext,i.
+    """Inverse dynamics τ = M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f(q̇) - Σ J_i^T F_ext,i.
+
+    M includes the joints' armature, τ_f is their friction (``joint_friction``).
 
     ``f_ext``: (nb, 6) external wrenches (moment, force) on each body, in its body frame.
     q, v, a of shape (N, nv) give τ of shape (N, nv), with f_ext (N, nb, 6) or shared (nb, 6).
@@ -180,7 +199,10 @@ def rnea(model, q, v, a, f_ext=None, data=None):
 
 
 def gravity(model, q, data=None):
-    """g(q) = rnea(q, 0, 0): the torques that hold the arm still (gravity compensation)."""
+    """g(q) = rnea(q, 0, 0): the torques that hold the arm still (gravity compensation).
+
+    Friction τ_f(0) = 0 and armature (times q̈ = 0) do not enter.
+    """
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     tau = np.empty(q.shape)
@@ -192,7 +214,7 @@ def gravity(model, q, data=None):
 
 
 def nonlinear_effects(model, q, v, data=None):
-    """C(q, q̇) q̇ + g(q) = rnea(q, q̇, 0)."""
+    """C(q, q̇) q̇ + g(q) + τ_f(q̇) = rnea(q, q̇, 0): the joint friction included."""
     if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
         q, v = joint_arrays(model, q=q, v=v)
     tau = np.empty(q.shape)

@@ -2,7 +2,8 @@
 
 Λ(q) = (J M^{-1} J^T)^{-1} (L&P eq. 8.90), computed as Φ = Y^T Y with Y = L^{-1} J^T, M = L L^T.
 The inverse Φ = J M^{-1} J^T (the mobility matrix) is always defined; near a singularity Λ is not,
-and ``damping`` > 0 returns the singularity-robust (Φ + damping·1)^{-1}.
+and ``damping`` > 0 returns the singularity-robust (Φ + damping·1)^{-1}. M is mass_matrix's, the
+joints' armature included: the rotors' inertia is felt at the frame too.
 """
 import numpy as np
 from numba import prange
