@@ -73,6 +73,39 @@ def test_engines_agree_on_a_driven_trajectory(arm):
     np.testing.assert_allclose(mujoco.v, internal.v, rtol=0, atol=1e-8)
 
 
+@pytest.mark.parametrize('arm', ARMS)
+def test_engines_agree_with_armature_and_friction(arm):
+    """The arm's own armature and friction, beside D: as above, and q̈ = rd.forward_dynamics.
+
+    The joint terms are given in joint_names order (the reverse of the model's).
+    """
+    n = len(ARMS[arm][2])
+    joint_dynamics = dict(armature=np.linspace(0.3, 0.1, n), viscous=np.linspace(0.5, 0.1, n),
+                          coulomb=np.linspace(0.3, 1.0, n), coulomb_velocity=0.02)
+    damping = np.linspace(0.2, 1.0, n)
+    sims = [arm_engine(arm, engine, damping=damping, joint_dynamics=joint_dynamics)[0]
+            for engine in ENGINES]
+    model = sims[0].model
+    for name in ('armature', 'viscous', 'coulomb'):   # the engines' joints are reversed
+        np.testing.assert_array_equal(getattr(model, name), joint_dynamics[name][::-1])
+    assert model.coulomb_velocity == 0.02 and sims[1].joint_dynamics == joint_dynamics
+    wrench = np.array([0.3, -0.2, 0.1, 4.0, -3.0, 5.0])
+    for k in range(500):
+        for sim in sims:
+            tau = rd.gravity(model, sim.q[::-1])[::-1] + 2.0 * np.sin(8.0 * sim.time + np.arange(n))
+            sim.step(tau, wrench, 'tip' if k < 250 else 'base')
+    internal, mujoco = sims
+    assert np.abs(internal.q - np.asarray(ARMS[arm][2])[::-1]).max() > 0.05
+    assert np.abs(internal.v).max() > 0.1   # through the Coulomb band |q̇| < ε and beyond
+    np.testing.assert_allclose(mujoco.q, internal.q, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(mujoco.v, internal.v, rtol=0, atol=1e-8)
+    tau = np.random.default_rng(3).normal(0.0, 2.0, n)
+    for sim in sims:
+        q, v = sim.q[::-1], sim.v[::-1]
+        expected = rd.forward_dynamics(model, q, v, (tau - damping * sim.v)[::-1])[::-1]
+        np.testing.assert_allclose(sim.acceleration(tau), expected, rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize('engine', ENGINES)
 @pytest.mark.parametrize('arm', ARMS)
 def test_gravity_compensation_holds_the_arm(arm, engine):
@@ -165,6 +198,12 @@ def test_arguments_are_checked():
         make_engine('internal', xml, base, tip, names, q0, 0.0)
     with pytest.raises(ValueError, match='damping must be 6 finite'):
         make_engine('internal', xml, base, tip, names, q0, DT, damping=[1.0, 2.0])
+    with pytest.raises(ValueError, match='joint_dynamics takes armature, viscous, coulomb'):
+        make_engine('internal', xml, base, tip, names, q0, DT, joint_dynamics=dict(damping=1.0))
+    with pytest.raises(ValueError, match='coulomb must be 6 finite numbers >= 0'):
+        make_engine('mujoco', xml, base, tip, names, q0, DT, joint_dynamics=dict(coulomb=-1.0))
+    with pytest.raises(ValueError, match='armature must be 6 finite'):
+        make_engine('mujoco', xml, base, tip, names, q0, DT, joint_dynamics=dict(armature=[1.0]))
     sim = make_engine('mujoco', xml, base, tip, names, q0, DT, damping=0.5)
     with pytest.raises(ValueError, match='tau must be 6 finite'):
         sim.step(np.full(6, np.nan))

@@ -5,8 +5,10 @@ robot_dynamics' own forward dynamics, ``mujoco`` MuJoCo on the same URDF (an ind
 engine: a loop closed through it cannot hide a mistake shared with our dynamics). Both take one
 classical RK4 step of dt = 1/``rate`` per state, with τ = clamp(command, URDF limits) and the
 external wrench held over the step (zero-order hold), and viscous ``joint_damping`` D.
-The simulated arm carries the ``payload.*`` parameters (changing them rebuilds the engine at the
-current state): with a controller that doesn't have them, the model mismatch of a real arm.
+The simulated arm carries the ``payload.*`` parameters and its true joint terms, ``armature`` and
+``friction.*`` (changing any of them rebuilds the engine at the current state): with a
+controller that doesn't have them, the model mismatch of a real arm. Its inertias are the URDF's
+(the simulator takes no ``inertial_parameters``).
 
 Timing: step k is published with stamp t₀ + k dt, simulated time anchored at the system clock
 at start (no /clock, no use_sim_time: the stamps are the arm's clock, as a robot driver's are).
@@ -23,8 +25,11 @@ the loop latency: state published -> next effort command received.
 
 Brakes (``brakes``, default on): the arm holds ``initial_position`` until the first command.
 Reported effort: the joint torque a link-side torque sensor would measure, i.e. the clamped
-command minus the damping torque, τ − D q̇ (q̇ at the start of the step); while braked, the torque
-the brakes hold, g(q) − Jᵀ F_ext, computed by the engine (MuJoCo's own for ``mujoco``).
+command minus the damping torque, τ − D q̇ (q̇ at the start of the step). The torques taken by
+the joint friction and armature are not subtracted: they are in the reported effort, as in the
+motor-current efforts of most arms, and the controller and estimator must model them. While
+braked: the torque the brakes hold, g(q) − Jᵀ F_ext, computed by the engine (MuJoCo's own for
+``mujoco``).
 ``~/external_wrench`` (geometry_msgs/WrenchStamped) acts at the tip, frame_id = the base link
 (force and moment about the tip origin in base axes) or the tip link (tip axes); it stays until
 replaced (send zeros to remove it).
@@ -45,6 +50,8 @@ from robot_dynamics.simulation.mujoco_engine import import_mujoco
 from .common import (COMMAND_QOS, MODEL_PARAMS, ArmNode, ConfigError, Param, Percentiles,
                      main as run_node, to_array)
 
+JOINT_TERMS = ('armature', 'viscous', 'coulomb')   # rd.Model fields, make_engine's joint_dynamics
+
 SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 
 
@@ -53,11 +60,13 @@ class Config:
     damping: np.ndarray     # model order, N m s/rad
     initial: np.ndarray     # model order
     payload: dict           # make_engine's payload (None: none)
+    joint_dynamics: dict    # make_engine's joint_dynamics, joints order (None: none)
 
     def same_arm(self, other):
-        """Whether an engine built for ``other`` simulates this arm (damping and payload)."""
+        """Whether an engine built for ``other`` simulates this arm (damping, payload, joints)."""
         return other is not None and np.array_equal(self.damping, other.damping) and \
-            repr(self.payload) == repr(other.payload)
+            repr((self.payload, self.joint_dynamics)) == repr((other.payload,
+                                                               other.joint_dynamics))
 
 
 def engine_payload(values):
@@ -74,13 +83,14 @@ class ArmSimulator(ArmNode):
     """Integrates the arm at ``rate`` Hz and publishes joint_states every step."""
 
     NAME = 'arm_simulator'
-    PARAMS = MODEL_PARAMS + (
+    PARAMS = tuple(p for p in MODEL_PARAMS if p.name != 'inertial_parameters') + (
         Param('engine', 'internal', 'string', 'simulation engine: internal (robot_dynamics '
               'forward dynamics) or mujoco (MuJoCo on the same URDF)', read_only=True,
               choices=ENGINES),
         Param('rate', 1000.0, 'double', 'integration and publishing rate, Hz', read_only=True,
               range=(1.0, 10000.0)),
-        Param('joint_damping', [], 'double[]', 'viscous joint damping, N m s/rad (empty: none)',
+        Param('joint_damping', [], 'double[]', 'viscous joint damping, N m s/rad, outside the '
+              'reported effort (friction.viscous is inside it) (empty: none)',
               per_joint=True),
         Param('initial_position', [], 'double[]', 'initial joint positions (empty: zero, clamped '
               'into the joint limits)', read_only=True, per_joint=True),
@@ -123,7 +133,11 @@ class ArmSimulator(ArmNode):
                 import_mujoco()
             except ImportError as error:
                 raise ConfigError(str(error)) from None
-        return Config(damping, initial, engine_payload(values))
+        m, joint_dynamics = arm.unloaded, None
+        if any(getattr(m, k).any() for k in JOINT_TERMS):
+            joint_dynamics = {k: arm.to_joints(getattr(m, k)).tolist() for k in JOINT_TERMS}
+            joint_dynamics['coulomb_velocity'] = m.coulomb_velocity
+        return Config(damping, initial, engine_payload(values), joint_dynamics)
 
     def apply(self, config):
         """Build the engine; rebuild it at the current state when damping or payload change."""
@@ -134,14 +148,16 @@ class ArmSimulator(ArmNode):
         start = config.initial if self.engine is None else arm.to_model(self.engine.q)
         engine = make_engine(self.values['engine'], self.urdf, m.base, m.tip, arm.joints,
                              arm.to_joints(start), self.dt, damping=arm.to_joints(config.damping),
-                             gravity=m.gravity, payload=config.payload)
+                             gravity=m.gravity, payload=config.payload,
+                             joint_dynamics=config.joint_dynamics)
         if self.engine is None:
             self.tau = np.zeros(m.nv)       # clamped command, model order
             self.effort = np.zeros(m.nv)    # reported joint torque, joints order
             self.state = JointState(name=list(arm.joints))
         else:
             engine.set_state(self.engine.q, self.engine.v)
-            self.get_logger().info('simulated arm changed (damping or payload): engine rebuilt')
+            self.get_logger().info('simulated arm changed (damping, payload or joint terms): '
+                                   'engine rebuilt')
         self.engine, self.config = engine, config
 
     # -- inputs --------------------------------------------------------------------------------

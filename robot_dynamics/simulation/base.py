@@ -4,6 +4,7 @@ import numpy as np
 import robot_dynamics as rd
 
 WRENCH_FRAMES = ('base', 'tip')
+JOINT_DYNAMICS = ('armature', 'viscous', 'coulomb', 'coulomb_velocity')
 
 
 class Engine:
@@ -17,19 +18,22 @@ class Engine:
     ``_advance`` raises ValueError when the state diverges (non-finite accelerations).
     """
 
-    def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload):
+    def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload,
+                 joint_dynamics=None):
         model = rd.load_urdf(urdf_xml, base=base, tip=tip, gravity=gravity)
         if payload and not set(payload) <= {'mass', 'com', 'inertia'}:
             raise ValueError(f'payload takes mass, com and inertia (at the tip), got {payload}')
-        #: the simulated arm as robot_dynamics models it, payload included
-        self.model = rd.with_payload(model, **payload) if payload else model
-        self.payload = dict(payload) if payload else None
         self.joint_names = tuple(joint_names)
         if sorted(self.joint_names) != sorted(model.joint_names):
             raise ValueError(f'joint_names {list(self.joint_names)} must name each joint of the '
                              f'chain {model.base} -> {model.tip} once: {list(model.joint_names)}')
         #: index in model order of each joint of joint_names
         self.order = np.array([model.joint_names.index(n) for n in self.joint_names])
+        model = self._with_joint_dynamics(model, joint_dynamics)
+        #: the simulated arm as robot_dynamics models it, payload and joint terms included
+        self.model = rd.with_payload(model, **payload) if payload else model
+        self.payload = dict(payload) if payload else None
+        self.joint_dynamics = dict(joint_dynamics) if joint_dynamics else None
         self.dt = float(dt)
         if not (np.isfinite(self.dt) and self.dt > 0.0):
             raise ValueError(f'time step dt must be > 0, got {dt}')
@@ -66,9 +70,29 @@ class Engine:
         return self._holding_torque(self._tip_wrench(wrench, wrench_frame))
 
     def acceleration(self, tau, wrench=None, wrench_frame='base'):
-        """q̈ = M⁻¹ (τ − D q̇ + Jᵀ F − C q̇ − g) at the current state, without stepping."""
+        """q̈ = M⁻¹ (τ − D q̇ + Jᵀ F − C q̇ − g − τ_f) at the current state, without stepping."""
         return self._acceleration(self._joint_vector(tau, 'tau'),
                                   self._tip_wrench(wrench, wrench_frame))
+
+    def _with_joint_dynamics(self, model, joint_dynamics):
+        """The model with the joint terms of ``joint_dynamics`` (joint_names order) in it."""
+        if not joint_dynamics:
+            return model
+        if not set(joint_dynamics) <= set(JOINT_DYNAMICS):
+            raise ValueError(f'joint_dynamics takes {", ".join(JOINT_DYNAMICS)}, got '
+                             f'{joint_dynamics}')
+        changes = dict(joint_dynamics)
+        for name in set(changes) - {'coulomb_velocity'}:
+            x = np.asarray(changes[name], dtype=float)
+            changes[name] = self._to_model(self._joint_vector(
+                np.full(model.nv, x) if x.ndim == 0 else x, name))
+        return model.replace(**changes)
+
+    def _to_model(self, x):
+        """A vector in joint_names order -> model order."""
+        out = np.empty(len(self.order))
+        out[self.order] = x
+        return out
 
     def _joint_vector(self, x, name):
         x = np.array(x, dtype=float)

@@ -7,14 +7,17 @@ from .base import Engine
 
 
 class InternalEngine(Engine):
-    """RK4 on q̈ = M⁻¹ (τ − D q̇ + J(q)ᵀ F − C q̇ − g), J the tip's LOCAL_WORLD_ALIGNED Jacobian.
+    """RK4 on q̈ = M⁻¹ (τ − D q̇ + J(q)ᵀ F − C q̇ − g − τ_f), J the tip's Jacobian.
 
-    J is evaluated at every stage: F stays at the tip origin, in base axes, over the step.
+    J (LOCAL_WORLD_ALIGNED) is evaluated at every stage: F stays at the tip origin, in base axes,
+    over the step. The joints' armature (in M) and friction τ_f come with rd.forward_dynamics of
+    ``model``.
     """
 
     def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
-                 gravity=(0.0, 0.0, -9.81), payload=None):
-        super().__init__(urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload)
+                 gravity=(0.0, 0.0, -9.81), payload=None, joint_dynamics=None):
+        super().__init__(urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload,
+                         joint_dynamics)
         self.data = rd.Data(self.model)
         self._damping = self._to_model(self.damping)
         self._q, self._v = self._to_model(self.q0), np.zeros(self.model.nv)
@@ -28,11 +31,6 @@ class InternalEngine(Engine):
     def v(self):
         """Joint velocities."""
         return self._v[self.order]
-
-    def _to_model(self, x):
-        out = np.empty(self.model.nv)
-        out[self.order] = x
-        return out
 
     def _qdd(self, q, v, tau, F):
         """Forward dynamics in model order."""

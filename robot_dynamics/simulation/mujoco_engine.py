@@ -1,8 +1,13 @@
 """The MuJoCo engine: MuJoCo's RK4 on a stripped copy of the same URDF (an independent engine)."""
+import contextlib
 import math
+import threading
+import weakref
 import xml.etree.ElementTree as ET
 
 import numpy as np
+
+import robot_dynamics as rd
 
 from .base import Engine
 
@@ -29,13 +34,19 @@ class MujocoEngine(Engine):
     τ goes to qfrc_applied (by joint name); the wrench to xfrc_applied, a force and torque at a
     body's COM in world axes, of a massless link fixed at the tip origin: its COM is the tip origin
     at every RK4 stage, so the moment needs no r x f shift. Both are held over the step, as MuJoCo's
-    RK4 does. Viscous damping D is dof_damping; armature and friction loss are zero; constraints
-    (contacts, joint limits, equalities) are disabled, as the internal engine has none.
+    RK4 does. The joint terms: armature is dof_armature, viscous damping D plus viscous friction
+    f_v is dof_damping, and Coulomb friction the same smooth law as the model's, f_c tanh(q̇ / ε),
+    added to qfrc_passive at every RK4 stage by the mjcb_passive callback (not dof_frictionloss:
+    a hard constraint, another law). The callback is global in MuJoCo: it is installed only
+    while such an engine computes (MuJoCo then calls it for every model, and fails to compile
+    one in another thread meanwhile). Constraints (contacts, joint limits, equalities) are
+    disabled, as the internal engine has none.
     """
 
     def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
-                 gravity=(0.0, 0.0, -9.81), payload=None):
-        super().__init__(urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload)
+                 gravity=(0.0, 0.0, -9.81), payload=None, joint_dynamics=None):
+        super().__init__(urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload,
+                         joint_dynamics)
         self.mj = mujoco = import_mujoco()
         m = self.mj_model = mujoco.MjModel.from_xml_string(
             mujoco_urdf(urdf_xml, self.model, self.payload))
@@ -47,12 +58,19 @@ class MujocoEngine(Engine):
         assert m.nv == len(ids), f'MuJoCo copy has {m.nv} dofs, expected {len(ids)}'
         self.iq, self.iv = m.jnt_qposadr[ids], m.jnt_dofadr[ids]
         m.dof_armature[:] = m.dof_frictionloss[:] = m.dof_damping[:] = 0.0
-        m.dof_damping[self.iv] = self.damping
+        model = self.model
+        m.dof_armature[self.iv] = model.armature[self.order]
+        m.dof_damping[self.iv] = self.damping + model.viscous[self.order]
         self.body = m.body(WRENCH_LINK.format(self.model.tip)).id if self.model.tip else -1
         assert self.body < 0 or (m.body_mass[self.body] == 0 and not m.body_ipos[self.body].any())
         d = self.mj_data = mujoco.MjData(m)
+        self._coulomb_model = None
+        if model.coulomb.any():
+            self._coulomb_model = model.replace(viscous=np.zeros(model.nv))
+            self._iv_model = self._to_model(self.iv).astype(int)   # the dof of each model joint
+            _COULOMB[id(d)] = self
         d.qpos[self.iq] = self.q0
-        mujoco.mj_forward(m, d)
+        self._run(mujoco.mj_forward)
 
     @property
     def q(self):
@@ -76,38 +94,83 @@ class MujocoEngine(Engine):
         self._apply(tau, F)
         d, bad = self.mj_data, self.mj.mjtWarning.mjWARN_BADQACC
         before = d.warning[bad].number
-        self.mj.mj_step(self.mj_model, d)
+        self._run(self.mj.mj_step)
         if d.warning[bad].number != before:   # MuJoCo has reset the state to qpos0
             raise ValueError(f'MuJoCo: non-finite accelerations at t = {d.time:.4f} s')
 
     def _set_state(self, q, v):
         d = self.mj_data
         d.qpos[self.iq], d.qvel[self.iv] = q, v
-        self.mj.mj_forward(self.mj_model, d)
+        self._run(self.mj.mj_forward)
 
     def _holding_torque(self, F):
         """qfrc_bias at q̇ = 0 (MuJoCo's g(q)) minus the joint torques of F (mj_applyFT)."""
         m, d = self.mj_model, self.mj_data
         v = d.qvel.copy()
         d.qvel[:] = 0.0
-        self.mj.mj_forward(m, d)
+        self._run(self.mj.mj_forward)
         tau = d.qfrc_bias.copy()
         if F is not None:
             qfrc = np.zeros(m.nv)
             self.mj.mj_applyFT(m, d, F[3:], F[:3], d.xipos[self.body], self.body, qfrc)
             tau -= qfrc
         d.qvel[:] = v
-        self.mj.mj_forward(m, d)
+        self._run(self.mj.mj_forward)
         return tau[self.iv]
 
     def _acceleration(self, tau, F):
         self._apply(tau, F)
-        self.mj.mj_forward(self.mj_model, self.mj_data)
+        self._run(self.mj.mj_forward)
         return self.mj_data.qacc[self.iv]
 
     def _tip_rotation(self):
         self.mj.mj_kinematics(self.mj_model, self.mj_data)
         return self.mj_data.xmat[self.body].reshape(3, 3).copy()
+
+    def _run(self, function):
+        """function(m, d) (mj_step, mj_forward), with _passive installed if there is Coulomb."""
+        if self._coulomb_model is None:
+            return function(self.mj_model, self.mj_data)
+        with _passive_installed(self.mj):
+            return function(self.mj_model, self.mj_data)
+
+    def _add_coulomb(self, d):
+        """qfrc_passive -= f_c tanh(q̇ / ε) (rd.joint_friction of the model without f_v)."""
+        d.qfrc_passive[self._iv_model] -= rd.joint_friction(self._coulomb_model,
+                                                            d.qvel[self._iv_model])
+
+
+_COULOMB = weakref.WeakValueDictionary()   # id(MjData) -> the MujocoEngine with Coulomb friction
+_PASSIVE_LOCK = threading.Lock()
+_passive_users = 0                         # calls that need _passive installed now
+
+
+def _passive(m, d):
+    """mjcb_passive, called by mj_passive at every stage: the Coulomb friction of our engines."""
+    engine = _COULOMB.get(id(d))
+    if engine is not None and engine.mj_data is d:
+        engine._add_coulomb(d)
+
+
+@contextlib.contextmanager
+def _passive_installed(mujoco):
+    """_passive as MuJoCo's mjcb_passive while any engine with Coulomb friction computes."""
+    global _passive_users
+    with _PASSIVE_LOCK:
+        if _passive_users == 0:
+            installed = mujoco.get_mjcb_passive()
+            if installed is not None and installed is not _passive:
+                raise RuntimeError('Coulomb friction in the MuJoCo engine needs the mjcb_passive '
+                                   f'callback, and another one is installed: {installed!r}')
+            mujoco.set_mjcb_passive(_passive)
+        _passive_users += 1
+    try:
+        yield
+    finally:
+        with _PASSIVE_LOCK:
+            _passive_users -= 1
+            if _passive_users == 0:
+                mujoco.set_mjcb_passive(None)
 
 
 def mujoco_urdf(urdf_xml, model, payload=None):
