@@ -39,6 +39,8 @@ setup(
             'dynamics_controller = robot_dynamics.nodes.dynamics_controller:main',
             'wrench_estimator = robot_dynamics.nodes.wrench_estimator:main',
             'arm_simulator = robot_dynamics.nodes.arm_simulator:main',
+            'record_joint_states = robot_dynamics.tools.record:main',
+            'fit_dynamics = robot_dynamics.tools.fit:main',
         ],
     },
 )

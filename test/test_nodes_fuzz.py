@@ -122,7 +122,14 @@ PARAMETERS = st.one_of(
                                                min_size=2, max_size=4)),
     st.tuples(st.just('payload.inertia'), st.lists(st.sampled_from([0.0, 0.01, -1.0, 1e300]),
                                                    min_size=5, max_size=7)),
-    st.tuples(st.just('state_timeout'), st.sampled_from([0.0, 0.05, 0.1, 100.0, math.nan])))
+    st.tuples(st.just('state_timeout'), st.sampled_from([0.0, 0.05, 0.1, 100.0, math.nan])),
+    st.tuples(st.sampled_from(['armature', 'friction.viscous', 'friction.coulomb']),
+              st.lists(st.sampled_from([0.0, 0.1, 2.0, -1.0, 1e300, math.nan]), max_size=8)),
+    st.tuples(st.just('friction.coulomb_velocity'), st.sampled_from([0.0, 1e-6, 0.01, math.inf])),
+    st.tuples(st.just('friction_compensation'), st.booleans()),
+    st.tuples(st.just('inertial_parameters'),
+              st.lists(st.sampled_from([0.0, 1.0, -1.0, 1e300, math.nan]), max_size=3).map(
+                  lambda x: x if not x else (x * 70)[:70])))
 ACTIONS = st.one_of(joint_states(), joint_states(), trajectories(), references(),
                     st.tuples(st.just('parameter'), PARAMETERS),
                     st.tuples(st.just('wait'), st.sampled_from([0.001, 0.02, 0.05, 0.3])))

@@ -25,7 +25,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 LAUNCH_FILES = sorted((ROOT / 'launch').glob('*.launch.py'))
 NODES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,
          'wrench_estimator': WrenchEstimator}
-PYTHON_TYPES = {'bool': bool, 'double': float, 'string': str}
+PYTHON_TYPES = {'bool': bool, 'double': float, 'integer': int, 'string': str}
 
 
 class Recorded:

@@ -15,8 +15,8 @@ import time
 
 import numpy as np
 import rclpy
-from rcl_interfaces.msg import (FloatingPointRange, ParameterDescriptor, ParameterType,
-                                SetParametersResult)
+from rcl_interfaces.msg import (FloatingPointRange, IntegerRange, ParameterDescriptor,
+                                ParameterType, SetParametersResult)
 from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
@@ -26,8 +26,10 @@ from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPo
 from std_msgs.msg import String
 
 import robot_dynamics as rd
+from robot_dynamics.core.identification import physical_consistency
 
 TYPES = {'bool': ParameterType.PARAMETER_BOOL, 'double': ParameterType.PARAMETER_DOUBLE,
+         'integer': ParameterType.PARAMETER_INTEGER,
          'string': ParameterType.PARAMETER_STRING,
          'double[]': ParameterType.PARAMETER_DOUBLE_ARRAY,
          'string[]': ParameterType.PARAMETER_STRING_ARRAY}
@@ -70,7 +72,7 @@ class Param:
     description: str
     read_only: bool = False
     choices: tuple = ()
-    range: tuple = None   # (min, max) for doubles, enforced by rclpy
+    range: tuple = None   # (min, max) for doubles and integers, enforced by rclpy
     per_joint: bool = False  # one value per joint, in the order of the joints parameter
 
     def descriptor(self):
@@ -80,7 +82,9 @@ class Param:
             d.additional_constraints = 'one of: ' + ', '.join(self.choices)
         if self.per_joint:
             d.additional_constraints = 'one value per joint, in the order of joints (or none)'
-        if self.range:
+        if self.range and self.kind == 'integer':
+            d.integer_range = [IntegerRange(from_value=self.range[0], to_value=self.range[1])]
+        elif self.range:
             d.floating_point_range = [FloatingPointRange(from_value=float(self.range[0]),
                                                          to_value=float(self.range[1]))]
         return d
@@ -102,6 +106,18 @@ MODEL_PARAMS = (
     Param('payload.com', [0.0, 0.0, 0.0], 'double[]', 'payload centre of mass in the tip frame, m'),
     Param('payload.inertia', [0.0] * 6, 'double[]', 'payload inertia about its centre of mass in '
           'tip axes, [ixx, ixy, ixz, iyy, iyz, izz] (URDF order), kg m^2'),
+    Param('inertial_parameters', [], 'double[]', 'inertial parameters replacing the URDF\'s '
+          '(an identified model): 10 per moving body in model order, the layout of '
+          'rd.parameter_vector (m, m c, Ixx, Iyy, Izz, Ixy, Ixz, Iyz about the body origin); the '
+          'payload comes on top (empty: the URDF\'s)'),
+    Param('armature', [], 'double[]', 'reflected rotor inertia added to M\'s diagonal, kg m^2 '
+          '(kg) (empty: none)', per_joint=True),
+    Param('friction.viscous', [], 'double[]', 'viscous joint friction f_v, tau_f += f_v qdot, '
+          'N m s/rad (N s/m) (empty: none)', per_joint=True),
+    Param('friction.coulomb', [], 'double[]', 'Coulomb joint friction f_c, tau_f += f_c '
+          'tanh(qdot / coulomb_velocity), N m (N) (empty: none)', per_joint=True),
+    Param('friction.coulomb_velocity', 0.01, 'double', 'velocity scale epsilon of the smooth '
+          'Coulomb sign tanh(qdot / epsilon), rad/s (m/s)', range=(1e-9, 1e3)),
 )
 STATE_PARAMS = (
     Param('joint_states_reliability', 'best_effort', 'string', 'QoS reliability of the '
@@ -159,12 +175,14 @@ def vector(values, name, n, what='values'):
 class Arm:
     """The model in use (payload included) and the mapping of the ``joints`` order onto it.
 
-    ``order[i]`` is the model index of ``joints[i]``: x_joints = x_model[order].
+    ``order[i]`` is the model index of ``joints[i]``: x_joints = x_model[order]. ``unloaded``
+    is the same model without the payload (what payload identification starts from).
     """
 
     model: rd.Model
     joints: tuple
     order: np.ndarray
+    unloaded: rd.Model = None
 
     def to_model(self, x_joints):
         x = np.empty(len(self.order))
@@ -180,7 +198,11 @@ class Arm:
 
 
 class ArmBuilder:
-    """Builds Arm objects from parameter values; caches the URDF parse (read-only inputs)."""
+    """Builds Arm objects from parameter values; caches the URDF parse (read-only inputs).
+
+    The model: the URDF's, its inertias replaced by ``inertial_parameters`` if given, the joint
+    terms (``armature``, ``friction.*``) added, then the payload at the tip.
+    """
 
     def __init__(self):
         self._key = self._base = None
@@ -199,7 +221,55 @@ class ArmBuilder:
 
     def __call__(self, values, urdf):
         model = self.base_model(values, urdf)
-        return Arm(with_payload(model, values), *joint_order(model, values['joints']))
+        arm = Arm(model, *joint_order(model, values['joints']))
+        model = with_joint_terms(with_inertial_parameters(model, values), values, arm)
+        return dataclasses.replace(arm, model=with_payload(model, values), unloaded=model)
+
+
+def with_inertial_parameters(model, values):
+    """The model with ``inertial_parameters`` as its inertias (unchanged when empty).
+
+    10 per body in model order (rd.parameter_vector's layout); every body needs a mass > 0 and
+    an inertia about its centre of mass that is positive definite.
+    """
+    if not len(values.get('inertial_parameters', [])):
+        return model
+    theta = vector(values, 'inertial_parameters', 10 * model.nb,
+                   f'values (10 per moving body, {model.nb} bodies)').reshape(model.nb, 10)
+    for i, body in enumerate(theta):
+        try:
+            with np.errstate(all='ignore'):
+                check = physical_consistency(body)
+        except np.linalg.LinAlgError:   # overflow to Inf inside
+            check = dict(positive_mass=True, positive_definite=False, principal_moments='Inf')
+        if not (check['positive_mass'] and check['positive_definite']):
+            what = (f'mass {body[0]:.6g} kg' if not check['positive_mass'] else
+                    f"principal moments about the centre of mass {check['principal_moments']}")
+            raise ConfigError(f'inertial_parameters: body {i} (moved by {model.joint_names[i]}) '
+                              f'is not physical: {what}; needs mass > 0 and a positive definite '
+                              'inertia about the centre of mass')
+    return model.replace(inertia=theta)
+
+
+JOINT_TERMS = {'armature': 'armature', 'friction.viscous': 'viscous',
+               'friction.coulomb': 'coulomb'}   # parameter -> rd.Model field
+
+
+def with_joint_terms(model, values, arm):
+    """The model with the ``armature`` and ``friction.*`` parameters (joints order -> model)."""
+    eps = float(values['friction.coulomb_velocity'])
+    if not 0.0 < eps < math.inf:
+        raise ConfigError(f'friction.coulomb_velocity must be > 0, got {eps}')
+    terms = {}
+    for name, field in JOINT_TERMS.items():
+        if len(values[name]):
+            x = arm.per_joint(values, name)
+            if (x < 0).any():
+                raise ConfigError(f'{name} must be >= 0, got {values[name]}')
+            terms[field] = x
+    if not terms and eps == model.coulomb_velocity:
+        return model
+    return model.replace(**terms, coulomb_velocity=eps)
 
 
 def with_payload(model, values):

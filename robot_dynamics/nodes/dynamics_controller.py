@@ -32,6 +32,12 @@ prepended at the start, and the quintic segments lead from it to the first point
 at time 0 farther than START_TOLERANCE from the current reference is rejected (it would be a
 step). Should a command still come out non-finite (absurd gains or states), the node holds the
 measured position and publishes τ = g(q) instead, with an error.
+
+The model: the URDF's, or ``inertial_parameters``, with the joint terms ``armature`` and
+``friction.*`` and the ``payload.*`` (robot_dynamics.nodes.common). Computed torque is one
+rnea call, so it includes the friction and armature; gravity compensation adds the friction
+τ_f(q̇) only with ``friction_compensation`` (then nothing damps the arm: it coasts). The payload
+also comes from ``~/payload`` and ``~/identify_payload`` (robot_dynamics.nodes.payload).
 """
 import dataclasses
 import time
@@ -45,6 +51,7 @@ import robot_dynamics as rd
 from robot_dynamics.core.control import ComputedTorque, GravityCompensation, clamp_effort
 from robot_dynamics.core.trajectory import JointTrajectory
 
+from . import payload
 from .common import (COMMAND_QOS, MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
                      JointStateReader, Param, all_finite, main as run_node, seconds, state_qos,
                      to_array)
@@ -169,7 +176,9 @@ class DynamicsController(ArmNode):
               'empty: the URDF effort limits', per_joint=True),
         Param('max_effort_rate', MAX_EFFORT_RATE, 'double', 'largest rate of change of each '
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
-    )
+        Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
+              'joint friction at the measured velocity (computed_torque always includes it)'),
+    ) + payload.PARAMS
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
@@ -189,6 +198,8 @@ class DynamicsController(ArmNode):
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.create_timer(0.02, self.check_stale)
+        self.payload_topic = payload.subscribe(self)
+        self.identification = payload.Identification(self)
         self.load_model()
 
     # -- configuration -------------------------------------------------------------------------
@@ -208,7 +219,9 @@ class DynamicsController(ArmNode):
             ct = ComputedTorque(arm.model, kp, kd)
         if values['mode'] == COMPUTED_TORQUE and ct is None:
             raise ConfigError('computed_torque needs kp and kd, one value per joint')
-        return Config(values['mode'], GravityCompensation(arm.model), ct, np.array(limits),
+        gravity = GravityCompensation(arm.model, friction_compensation=values[
+            'friction_compensation'])
+        return Config(values['mode'], gravity, ct, np.array(limits),
                       float(values['max_effort_rate']))
 
     def apply(self, config):
@@ -218,6 +231,7 @@ class DynamicsController(ArmNode):
             self.reference = self.hold()
         self.config = config
         self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity'))
+        self.identification.configure(self.values, self.arm)
 
     def hold(self):
         """Bumpless reference: hold the last measured position (None before the first state)."""
@@ -239,6 +253,7 @@ class DynamicsController(ArmNode):
             t = seconds(msg.header.stamp) or time.time()
             self.check_stamp(t)
             self.on_valid_state(q, t)
+            self.identification.add(msg, q, v)
             tau = self.control(q, v, t)
         except BadInput as error:
             self.diagnostics.count('rejected_states')
@@ -269,7 +284,7 @@ class DynamicsController(ArmNode):
 
     def control(self, q, v, t):
         if self.config.mode == GRAVITY_COMPENSATION:
-            return self.config.gravity_compensation(q)
+            return self.config.gravity_compensation(q, v)
         if v is None:
             raise BadInput('computed_torque needs joint velocities')
         if self.pending is not None and t >= self.pending.start:

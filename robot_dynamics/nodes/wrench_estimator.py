@@ -9,7 +9,10 @@ singularities, bounded near them).
 
 ``reference_frame`` = the base link: moment about the tip origin and force, both in base axes
 (Franka's O_F_ext_hat_K convention); = the tip link: both in tip axes. ``frame_id`` names it.
-Changing the payload or the gains re-anchors the observer; the tare bias is kept.
+Changing the payload (``payload.*`` or ``~/payload``, robot_dynamics.nodes.payload), the joint
+terms (``armature``, ``friction.*``) or the gains re-anchors the observer; the tare bias is kept.
+The observer subtracts the model's joint friction τ_f(q̇) from the measured efforts: without the
+friction parameters, friction shows up as external torque.
 
 Singular poses (a stretched arm): the damped inverse keeps the wrench finite; the components
 along singular directions of J are then unobservable and shrink toward 0. When
@@ -27,6 +30,7 @@ from std_srvs.srv import Trigger
 import robot_dynamics as rd
 from robot_dynamics.core.observers import MomentumObserver
 
+from . import payload
 from .common import (MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
                      JointStateReader, Param, main as run_node, seconds, state_qos, to_array)
 from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
@@ -71,6 +75,7 @@ class WrenchEstimator(ArmNode):
         self.create_subscription(JointState, 'joint_states', self.on_joint_state,
                                  state_qos(self.values['joint_states_reliability'], 10))
         self.create_service(Trigger, '~/tare', self.on_tare)
+        self.payload_topic = payload.subscribe(self)
         self.load_model()
 
     def configure(self, values, arm):

@@ -1,0 +1,255 @@
+"""The payload at run time: ``~/payload`` (geometry_msgs/InertiaStamped) and payload identification.
+
+One path: a payload message, like an identified payload, sets the node's own ``payload.*``
+parameters, atomically, through rclpy. The on-set callback validates them with the function
+that builds the model (``ArmNode``), so a non-physical payload is rejected with its reason, and
+``ros2 param get`` always shows the payload in use.
+
+``~/payload`` is Franka's SetLoad: mass m, centre of mass ``com`` and the inertia (ixx..izz,
+about the centre of mass) in the axes of ``header.frame_id``; an empty frame_id is the tip
+frame. A frame rigidly attached to the tip's body (e.g. the flange under a tool frame) is
+transformed into the tip frame; any other frame is rejected with a logged reason.
+
+Identification (the controller's ``~/identify_payload``) fits mass and centre of mass to the
+last ``payload_identification.samples`` still joint states (every |q̇| below
+``payload_identification.still_velocity``) with ``rd.identify_payload``, on the node's model
+WITHOUT its current payload, so the payload is estimated from scratch. The measured efforts
+minus the model's joint friction at the sample's q̇ are taken as g(q) of the loaded arm. The
+mass follows from any non-singular pose; the centre of mass along gravity (in tip axes) only
+from poses whose tip orientations differ: at least MIN_TILT between the gravity directions
+seen from the tip. Static poses leave the inertia unidentified: an applied estimate is a point
+mass (payload.inertia = 0).
+"""
+import math
+
+import numpy as np
+from geometry_msgs.msg import InertiaStamped
+from rclpy.parameter import Parameter
+from std_srvs.srv import SetBool
+
+import robot_dynamics as rd
+
+from .common import BadInput, JointStateReader, Param
+
+PARAMS = (
+    Param('payload_identification.samples', 2000, 'integer', '~/identify_payload fits the last '
+          'this many still joint states (at 1 kHz: the number of ms held still, over all '
+          'poses)', range=(10, 100000)),
+    Param('payload_identification.still_velocity', 0.01, 'double', 'a joint state is still when '
+          'every |joint velocity| is below this, rad/s (m/s)', range=(1e-9, 10.0)),
+)
+POSE_TOLERANCE = 0.02   # rad (m): still samples farther than this from a pose's first start another
+MIN_TILT = 15.0         # degrees between gravity directions in tip axes to fix the whole com
+NO_PAYLOAD = 0.01       # kg: an estimate lighter than this is no payload
+MAX_CONDITION = 1e8     # of the payload regressor: beyond, the poses are singular
+
+
+def tip_placement(model, frame):
+    """(R, p): the tip frame's placement of ``frame``, which must ride on the tip's body."""
+    tip = model.frame_index(model.tip)
+    try:
+        f = model.frame_index(frame)
+    except KeyError:
+        f = None
+    if f is None or model.frame_body[f] != model.frame_body[tip]:
+        body = model.frame_body[tip]
+        rigid = [n for n, b in zip(model.frame_names, model.frame_body) if b == body]
+        raise BadInput(f"frame_id '{frame}' is not rigidly attached to the tip "
+                       f"'{model.tip}'; use one of {rigid} (empty: the tip)")
+    T = np.linalg.inv(model.frame_placement[tip]) @ model.frame_placement[f]
+    return T[:3, :3], T[:3, 3]
+
+
+def payload_parameters(model, msg):
+    """InertiaStamped -> {payload.*: value} in the tip frame (BadInput for another frame)."""
+    i = msg.inertia
+    com = np.array([i.com.x, i.com.y, i.com.z])
+    inertia = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]])
+    if msg.header.frame_id not in ('', model.tip):
+        R, p = tip_placement(model, msg.header.frame_id)
+        com, inertia = R @ com + p, R @ inertia @ R.T
+    return {'payload.mass': float(i.m), 'payload.com': com.tolist(),
+            'payload.inertia': inertia[[0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]].tolist()}
+
+
+def set_payload(node, values):
+    """Set the payload.* parameters together; returns the rejection reason or None."""
+    try:
+        result = node.set_parameters_atomically([Parameter(k, value=v) for k, v in values.items()])
+    except Exception as error:   # rclpy checks types and ranges before the callback
+        return str(error)
+    return None if result.successful else result.reason
+
+
+def subscribe(node):
+    """~/payload on an ArmNode: each message sets payload.* (logged, or rejected with why)."""
+    def on_payload(msg):
+        if node.arm is None:
+            node.get_logger().warning('payload ignored: no model yet')
+            return
+        try:
+            values = payload_parameters(node.arm.model, msg)
+        except BadInput as error:
+            node.get_logger().warning(f'payload ignored: {error}')
+            return
+        reason = set_payload(node, values)
+        if reason:
+            node.get_logger().warning(f'payload rejected: {reason}')
+        else:
+            node.get_logger().info(f"payload set from ~/payload: {describe(values)}")
+    return node.create_subscription(InertiaStamped, '~/payload', on_payload, 10)
+
+
+def describe(values):
+    com = np.round(values['payload.com'], 4).tolist()
+    return f"{values['payload.mass']:.4g} kg, com {com} m (tip frame)"
+
+
+class StillSamples:
+    """The last ``size`` still joint states: q, q̇ and τ in model order (τ NaN where missing).
+
+    ``speed`` is max |q̇| of the newest joint state (NaN without velocities).
+    """
+
+    def __init__(self, nv, size, still_velocity):
+        self.q, self.v, self.tau = (np.full((size, nv), np.nan) for _ in range(3))
+        self.size, self.still_velocity, self.count, self.speed = size, still_velocity, 0, math.nan
+
+    def record(self, q, v, tau):
+        """Record a still state (``tau`` None: efforts missing or non-finite)."""
+        k = self.count % self.size
+        self.q[k], self.v[k] = q, v
+        self.tau[k] = np.nan if tau is None else tau
+        self.count += 1
+
+    def window(self):
+        """(q, q̇, τ) of the recorded samples, oldest first."""
+        n, start = min(self.count, self.size), self.count if self.count > self.size else 0
+        order = (start + np.arange(n)) % self.size
+        return self.q[order], self.v[order], self.tau[order]
+
+
+def poses(q):
+    """Index of the pose of each sample: a new pose beyond POSE_TOLERANCE from the current one."""
+    labels, first = np.empty(len(q), dtype=int), None
+    for k, qk in enumerate(q):
+        if first is None or np.abs(qk - q[first]).max() > POSE_TOLERANCE:
+            first = k
+            labels[k] = labels[k - 1] + 1 if k else 0
+        else:
+            labels[k] = labels[k - 1]
+    return labels
+
+
+def gravity_directions(model, q):
+    """Unit direction of gravity in tip axes at each pose q (rows)."""
+    g = model.gravity / np.linalg.norm(model.gravity)
+    return np.array([rd.frame_pose(model, qk, model.tip)[:3, :3].T @ g for qk in q])
+
+
+class Refused(Exception):
+    """Identification refused; the message says why (and what was identified, if anything)."""
+
+
+def identify(model, samples):
+    """(values for payload.*, one-line report) from StillSamples, or Refused.
+
+    ``model``: the arm without the payload.
+    """
+    if model.tip is None:
+        raise Refused('the model has no tip (a whole tree): set the tip parameter')
+    needed = samples.size
+    if samples.count < needed:
+        raise Refused(f'only {samples.count} still joint states (|qdot| < '
+                      f'{samples.still_velocity} rad/s on every joint) of the {needed} needed: '
+                      'hold the arm still in a few poses with different tip orientations')
+    if not samples.speed < samples.still_velocity:
+        raise Refused(f'the arm is moving (max |qdot| {samples.speed:.3g} rad/s; still is below '
+                      f'{samples.still_velocity}): hold it still')
+    q, v, tau = samples.window()
+    missing = int(np.isnan(tau).any(axis=1).sum())
+    if missing:
+        raise Refused(f'{missing} of the last {needed} still joint states carry no or '
+                      'non-finite efforts: identification needs measured joint torques')
+    labels = poses(q)
+    means = np.array([q[labels == k].mean(axis=0) for k in range(labels[-1] + 1)])
+    directions = gravity_directions(model, means)
+    scatter = np.mean([np.eye(3) - np.outer(d, d) for d in directions], axis=0)
+    weakest, axis = np.linalg.eigh(scatter)
+    # two poses at an angle α give a smallest eigenvalue sin²(α / 2)
+    tilt = 2.0 * math.degrees(math.asin(math.sqrt(min(max(weakest[0], 0.0), 1.0))))
+    estimate = rd.identify_payload(model, q, tau - rd.joint_friction(model, v))
+    m, com = estimate.mass, estimate.com
+    seen = (f"{len(q)} samples in {len(means)} pose{'s' * (len(means) > 1)}, tilt "
+            f'{tilt:.0f} deg, residual {estimate.residual_rms.max():.3g} N m RMS (worst joint)')
+    if not (math.isfinite(m) and np.isfinite(com).all()):
+        raise Refused(f'the fit failed (non-finite estimate); {seen}')
+    if m < -NO_PAYLOAD:
+        raise Refused(f'identified mass {m:.3f} kg < 0: the model is heavier than the arm '
+                      f'(a tool in the URDF that is not mounted?); {seen}')
+    if m < NO_PAYLOAD:
+        return ({'payload.mass': 0.0, 'payload.com': [0.0] * 3, 'payload.inertia': [0.0] * 6},
+                f'no payload ({m:.4f} kg); {seen}')
+    if tilt < MIN_TILT:
+        along = axis[:, 0]
+        across = com - (com @ along) * along
+        raise Refused(f'mass {m:.4f} kg and com {np.round(across, 4).tolist()} m across gravity '
+                      f'identified, but not the com along {(np.round(along, 3) + 0.0).tolist()} '
+                      f'(tip axes): the poses differ by {tilt:.0f} deg in tip orientation, at '
+                      f'least {MIN_TILT:.0f} needed; {seen}')
+    if not estimate.condition_number < MAX_CONDITION:
+        raise Refused(f'ill-conditioned fit (condition number {estimate.condition_number:.3g}): '
+                      f'singular poses? {seen}')
+    values = {'payload.mass': m, 'payload.com': com.tolist(), 'payload.inertia': [0.0] * 6}
+    return values, f'{describe(values)}, inertia not identified (0); {seen}'
+
+
+class Identification:
+    """``~/identify_payload`` (std_srvs/SetBool) of an ArmNode: data true applies, false reports.
+
+    The node calls ``configure`` when it applies a configuration and ``add`` with every joint
+    state it accepts.
+    """
+
+    def __init__(self, node):
+        self.node, self.reader, self.samples = node, None, None
+        node.create_service(SetBool, '~/identify_payload', self.on_request)
+
+    def configure(self, values, arm):
+        """The effort reader; StillSamples for the parameters (kept while they do not change)."""
+        self.reader = JointStateReader(arm.model.joint_names, ('effort',))
+        size = int(values['payload_identification.samples'])
+        still = float(values['payload_identification.still_velocity'])
+        s = self.samples
+        if s is None or s.size != size or s.still_velocity != still:
+            self.samples = StillSamples(arm.model.nv, size, still)
+
+    def add(self, msg, q, v):
+        """A joint state the node accepted: recorded if still, with its efforts if valid."""
+        s = self.samples
+        s.speed = math.nan if v is None else float(np.abs(v).max())
+        if s.speed < s.still_velocity:
+            try:
+                tau = self.reader.read(msg)[2]
+            except BadInput:
+                tau = None
+            s.record(q, v, tau)
+
+    def on_request(self, request, response):
+        node = self.node
+        try:
+            if node.arm is None:
+                raise Refused('no model yet')
+            values, report = identify(node.arm.unloaded, self.samples)
+            if request.data:
+                reason = set_payload(node, values)
+                if reason:
+                    raise Refused(f'identified {report}, but rejected: {reason}')
+        except (Refused, ValueError) as error:   # ValueError: numerical trouble in the fit
+            response.success, response.message = False, f'payload not identified: {error}'
+            node.get_logger().warning(response.message)
+            return response
+        response.success = True
+        response.message = f"payload {'applied' if request.data else '(dry run)'}: {report}"
+        node.get_logger().info(response.message)
+        return response

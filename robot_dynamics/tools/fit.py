@@ -1,0 +1,240 @@
+"""fit_dynamics: fit payload, friction, armature or link inertias to a joint-state recording.
+
+    fit_dynamics RECORDING (--robot panda|ur5e | --urdf FILE) [--base LINK] [--tip LINK]
+        [--payload [--no-payload-inertia]] [--friction] [--armature] [--links]
+        [--cutoff HZ] [--edge S] [--output params.yaml]
+    python -m robot_dynamics.tools.fit ...
+
+RECORDING is a file of ``record_joint_states`` (layout: ``robot_dynamics.tools.recording``).
+The model is the URDF of ``--urdf`` or ``--robot`` (with that robot's base and tip from
+config/<robot>.yaml unless given), else the recording's ``robot_description`` or ``urdf``.
+q is differentiated and τ filtered offline (zero-phase Butterworth, ``--cutoff``), the filter's
+edges dropped; then (numerics in ``fitting.py``):
+
+- ``--payload``: a rigid load at the tip, mass, centre of mass and inertia (tip frame), from
+  τ - rnea(URDF); with ``--friction`` (viscous and Coulomb) and ``--armature`` in the same fit;
+- ``--links``: every link's inertial parameters (base parameters by least squares, mapped to the
+  physically consistent full parameters nearest the URDF's), with the joint terms asked for.
+  Not with ``--payload``: a payload is then part of the tip link.
+
+Prints a report (residual RMS per joint before and after, condition number, the fitted values,
+physical consistency) and, with ``--output``, writes parameters the nodes load after their
+config: ``--params-file config/panda.yaml --params-file params.yaml``. Layout::
+
+    dynamics_controller:            # and the same under wrench_estimator:
+      ros__parameters:
+        base: panda_link0           # the chain fitted; the payload is in the tip's frame
+        tip: panda_hand_tcp
+        joints: [...]               # the recording's joint order, that of every list below
+        payload: {mass: 1.5, com: [x, y, z], inertia: [ixx, ixy, ixz, iyy, iyz, izz]}
+        friction: {viscous: [...], coulomb: [...], coulomb_velocity: 0.01}
+        armature: [...]
+        inertial_parameters: [...]  # 10 per moving body, model order (rd.parameter_vector)
+
+Exit status 1, with the reason, when the data cannot give what was asked: too few samples,
+non-finite values, joints not in the model, a motion that does not excite the parameters
+(named), or a non-physical result (unless ``--force``; the nodes refuse those values).
+"""
+import argparse
+import copy
+import datetime
+import pathlib
+import sys
+
+import numpy as np
+import yaml
+
+import robot_dynamics as rd
+from robot_dynamics import bringup
+from robot_dynamics.tools import fitting, recording
+from robot_dynamics.tools.fitting import FitError
+
+NODES = ('dynamics_controller', 'wrench_estimator')
+
+
+def parse_arguments(argv):
+    """The command line, checked (argparse exits with status 2 on a usage error)."""
+    parser = argparse.ArgumentParser(prog='fit_dynamics', description=__doc__.split('\n\n')[0])
+    parser.add_argument('recording', help='.npz or .csv file of record_joint_states')
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument('--urdf', help='URDF file (default: the one in the recording)')
+    source.add_argument('--robot', choices=bringup.ROBOTS, help='a shipped robot')
+    parser.add_argument('--base', help='base link (default: --robot\'s config, else the root)')
+    parser.add_argument('--tip', help='tip link (default: --robot\'s config, else none)')
+    fit = parser.add_argument_group('what to fit')
+    fit.add_argument('--payload', action='store_true', help='mass, com and inertia at the tip')
+    fit.add_argument('--no-payload-inertia', action='store_true',
+                     help='payload mass and com only (a motion that hardly turns the tip)')
+    fit.add_argument('--friction', action='store_true', help='viscous and Coulomb friction')
+    fit.add_argument('--armature', action='store_true', help='reflected rotor inertia')
+    fit.add_argument('--links', action='store_true', help='the links\' inertial parameters')
+    tune = parser.add_argument_group('data and fit')
+    tune.add_argument('--cutoff', type=float, default=10.0,
+                      help='low-pass cutoff, Hz (default 10; above the motion\'s frequencies)')
+    tune.add_argument('--edge', type=float, help='seconds dropped at each end (default 2/cutoff)')
+    tune.add_argument('--coulomb-velocity', type=float, default=0.01,
+                      help='ε of the smooth Coulomb sign tanh(q̇/ε), rad/s (default 0.01)')
+    tune.add_argument('--max-samples', type=int, default=4000,
+                      help='decimate to at most this many samples (default 4000)')
+    tune.add_argument('--min-samples', type=int, default=200,
+                      help='refuse fewer samples (default 200)')
+    tune.add_argument('--max-condition', type=float, default=1000.0,
+                      help='refuse a larger condition number (unit-norm columns; default 1000)')
+    tune.add_argument('--weighted', action='store_true',
+                      help='weight joints by their residual RMS (two-step least squares)')
+    parser.add_argument('--output', '-o', help='parameter YAML to write')
+    parser.add_argument('--force', action='store_true', help='write non-physical results too')
+    args = parser.parse_args(argv)
+    if not (args.payload or args.friction or args.armature or args.links):
+        parser.error('nothing to fit: give --payload, --friction, --armature and/or --links')
+    if args.payload and args.links:
+        parser.error('--payload with --links: a payload is part of the tip link; fit the links '
+                     'with the payload on, or the payload alone')
+    if args.no_payload_inertia and not args.payload:
+        parser.error('--no-payload-inertia goes with --payload')
+    return args
+
+
+def load_model(args, data):
+    """The Model from --urdf/--robot (base and tip from the robot's config) or the recording."""
+    base, tip = args.base, args.tip
+    if args.robot:
+        config = yaml.safe_load(open(bringup.config_file(f'{args.robot}.yaml')))
+        params = config['dynamics_controller']['ros__parameters']
+        base, tip = base or params['base'], tip or params['tip']
+        source = rd.robot_urdf(args.robot)
+    elif args.urdf:
+        source = args.urdf
+    elif data.robot_description:
+        source = data.robot_description
+    elif data.urdf and pathlib.Path(data.urdf).is_file():
+        source = data.urdf
+    else:
+        raise FitError('no model: give --urdf or --robot (the recording holds no '
+                       'robot_description, nor the path of a URDF file that exists)')
+    try:
+        model = rd.load_urdf(source, base=base, tip=tip)
+    except (ValueError, KeyError, OSError) as error:
+        raise FitError(f'cannot load the model: {error}') from None
+    return model.replace(coulomb_velocity=args.coulomb_velocity)
+
+
+def run(args):
+    """Fit, print the report, write the YAML; returns the Fit."""
+    try:
+        data = recording.load(args.recording)
+    except (OSError, ValueError, KeyError) as error:
+        raise FitError(f'cannot read {args.recording}: {error}') from None
+    model = load_model(args, data)
+    samples = fitting.prepare(data, model, args.cutoff, args.edge, args.max_samples,
+                              args.min_samples)
+    options = dict(friction=args.friction, armature=args.armature,
+                   max_condition=args.max_condition, weighted=args.weighted)
+    if args.links:
+        fit = fitting.fit_links(model, samples, **options)
+    else:
+        fit = fitting.fit_residual(model, samples, payload=args.payload,
+                                   payload_inertia=not args.no_payload_inertia, **options)
+    print(report(args, data, model, samples, fit))
+    if args.output:
+        if fit.problems and not args.force:
+            raise FitError(f'not physical, {args.output} not written (--force writes it; the '
+                           f'nodes refuse such values): ' + '; '.join(fit.problems))
+        write_parameters(args, data, model, fit)
+        print(f'wrote {args.output}: {", ".join(NODES)}')
+    return fit
+
+
+def report(args, data, model, samples, fit):
+    """The human-readable report: data, conditioning, residuals and values per joint."""
+    order = samples.order
+    lines = [f'{args.recording}: {len(data.t)} samples of {len(data.joint_names)} joints over '
+             f'{data.t[-1] - data.t[0]:.3f} s; fitted on {len(samples.q)} (every '
+             f'{samples.dt:.4g} s, cutoff {args.cutoff:g} Hz)',
+             f'model {model.base} -> {model.tip}: {len(fit.names)} parameters, condition number '
+             f'{fit.condition_number:.3g} (unit-norm columns)']
+    terms = [(k, getattr(fit, k)) for k in ('viscous', 'coulomb', 'armature')
+             if getattr(fit, k) is not None]
+    width = max(len(j) for j in data.joint_names)
+    lines.append(f'{"joint":{width}}  RMS before  RMS after' + ''.join(
+        f'  {k:>10}' for k, _ in terms) + '   (N m or N; N m s/rad, N m, kg m^2)')
+    for i, j in enumerate(data.joint_names):
+        m = order[i]
+        lines.append(f'{j:{width}}  {fit.rms_before[m]:10.4g}  {fit.rms_after[m]:9.4g}' + ''.join(
+            f'  {x[m]:10.4g}' for _, x in terms))
+    if fit.payload:
+        p = fit.payload
+        lines.append(f'payload at {model.tip}: mass {p["mass"]:.4f} ± {p["mass_std"]:.2g} kg, '
+                     f'com {np.round(p["com"], 4).tolist()} ± '
+                     f'{np.round(p["com_std"], 4).tolist()} m')
+        if p['inertia'] is not None:
+            lines.append(f'  inertia about the com [ixx, ixy, ixz, iyy, iyz, izz] '
+                         f'{np.round(inertia_list(p["inertia"]), 5).tolist()} kg m^2')
+    if fit.inertia is not None:
+        lines.append('link masses, URDF -> fitted (kg): ' + ', '.join(
+            f'{j} {m0:.3f} -> {m1:.3f}' for j, m0, m1 in
+            zip(model.joint_names, model.inertia[:, 0], fit.inertia[:, 0])))
+    lines += fit.notes
+    lines.append('physically consistent' if not fit.problems else
+                 'NOT PHYSICAL: ' + '; '.join(fit.problems))
+    return '\n'.join(lines)
+
+
+def inertia_list(inertia):
+    """[ixx, ixy, ixz, iyy, iyz, izz] of a 3x3 inertia (the URDF's and the nodes' order)."""
+    return [inertia[0, 0], inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2],
+            inertia[2, 2]]
+
+
+def parameters(model, joints, order, fit):
+    """The ros__parameters of both nodes (values per joint in ``joints`` order)."""
+    def floats(x):   # 7 significant digits: far below the fit's uncertainty
+        return [float(f'{v:.7g}') for v in np.ravel(x)]
+
+    params = dict(base=model.base, tip=model.tip or '', joints=list(joints))
+    if fit.payload:
+        inertia = fit.payload['inertia']
+        params['payload'] = dict(mass=floats(fit.payload['mass'])[0],
+                                 com=floats(fit.payload['com']),
+                                 inertia=floats(np.zeros(6) if inertia is None else
+                                                inertia_list(inertia)))
+    if fit.viscous is not None:
+        params['friction'] = dict(viscous=floats(fit.viscous[order]),
+                                  coulomb=floats(fit.coulomb[order]),
+                                  coulomb_velocity=float(model.coulomb_velocity))
+    if fit.armature is not None:
+        params['armature'] = floats(fit.armature[order])
+    if fit.inertia is not None:
+        params['inertial_parameters'] = floats(fit.inertia)
+    return params
+
+
+def write_parameters(args, data, model, fit):
+    """The YAML of both nodes (module docstring), with the fit's summary in comments."""
+    order = fitting.joint_order(model, data.joint_names)
+    params = parameters(model, data.joint_names, order, fit)
+    document = {node: {'ros__parameters': copy.deepcopy(params)} for node in NODES}  # no aliases
+    fitted = [k for k in ('payload', 'friction', 'armature', 'links') if getattr(args, k)]
+    header = (f'# fit_dynamics {args.recording} ({", ".join(fitted)}), '
+              f'{datetime.datetime.now().isoformat(timespec="seconds")}\n'
+              f'# residual RMS per joint {np.round(fit.rms_before[order], 4).tolist()} -> '
+              f'{np.round(fit.rms_after[order], 4).tolist()}\n'
+              f'# load after the robot\'s config: --params-file <config> --params-file '
+              f'{pathlib.Path(args.output).name}\n')
+    text = yaml.safe_dump(document, sort_keys=False, default_flow_style=None, width=100)
+    pathlib.Path(args.output).write_text(header + text)
+
+
+def main(argv=None):
+    """Command-line entry point; exit status 0, 1 (refused, with the reason) or 2 (usage)."""
+    args = parse_arguments(argv)
+    try:
+        run(args)
+    except FitError as error:
+        print(f'fit_dynamics: {error}', file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())

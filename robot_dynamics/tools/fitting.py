@@ -1,0 +1,312 @@
+"""The numerics of ``fit_dynamics``: a recording's samples in, fitted parameters out.
+
+``prepare`` maps the recorded joints onto the model by name, resamples on a uniform grid,
+differentiates q and filters τ with the same zero-phase low-pass (core ``differentiate`` and
+``lowpass``), drops the filter's edges and decimates. Then, τ = Y θ in the core's parameter
+order (``robot_dynamics.core.regressor``):
+
+- ``fit_residual`` keeps the URDF's links and explains τ - rnea(model) by a payload's standard
+  parameters at the tip body (expressed in the tip frame) and the joint terms: viscous and
+  Coulomb friction, armature;
+- ``fit_links`` identifies the base parameters with the joint terms by ``rd.identify``; the full
+  parameters are its physically consistent ones nearest the URDF's that reproduce them.
+
+Both refuse (``FitError``) an ill-conditioned problem: columns scaled to unit norm, a condition
+number above ``max_condition`` names the parameters in the weak directions; friction and
+armature also need each joint to move.
+"""
+import dataclasses
+
+import numpy as np
+
+import robot_dynamics as rd
+from robot_dynamics.core.algorithms.friction import smooth_sign
+from robot_dynamics.core.identification import differentiate, inertia_about_com, lowpass
+from robot_dynamics.core.regressor import (INERTIAL_NAMES, JOINT_COLUMNS, parameter_map,
+                                           parameter_names)
+
+MIN_SPEED = 0.05     # rad/s (m/s): RMS velocity below which a joint counts as not moving
+MAX_GAP = 0.2        # largest gap in the stamps, in units of 1 / cutoff
+WEAK = 0.3           # a parameter's share of a weak direction that names it
+SMALL = 0.005        # m: a payload's inertia below mass x SMALL² counts as a point mass's
+
+
+class FitError(ValueError):
+    """The data cannot give the asked parameters; the message says why."""
+
+
+@dataclasses.dataclass
+class Samples:
+    """Filtered states and torques (N, nv) in model order; ``dt`` the resampled period, s.
+
+    ``sign``: tanh(q̇ / ε) through the torques' low-pass, the Coulomb columns of the regressor
+    (the filter smooths the torque's jumps at velocity reversals; filtering the columns alike
+    keeps τ = Y θ exact: Gautier's parallel filtering).
+    """
+
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    tau: np.ndarray
+    sign: np.ndarray
+    dt: float
+    order: np.ndarray   # order[i]: model index of the recording's joint i
+
+
+def joint_order(model, joint_names):
+    """order[i] = model index of joint_names[i]; FitError unless a permutation of the chain."""
+    unknown = [j for j in joint_names if j not in model.joint_names]
+    chain = f'the chain {model.base} -> {model.tip} has {list(model.joint_names)}'
+    if unknown:
+        raise FitError(f'recorded joints {unknown} are not in the model ({chain}); '
+                       f'choose --base/--tip, or record only the chain\'s joints')
+    missing = [j for j in model.joint_names if j not in joint_names]
+    if missing or len(set(joint_names)) != len(joint_names):
+        raise FitError(f'the recording must have each joint of the model once ({chain}); '
+                       f'it has {list(joint_names)}')
+    return np.array([model.joint_names.index(j) for j in joint_names])
+
+
+def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=200):
+    """Samples for fitting: resampled, differentiated, filtered, edges of ``edge`` s dropped.
+
+    ``edge`` defaults to 2 / cutoff; at most ``max_samples`` are kept (evenly decimated).
+    """
+    order = joint_order(model, recording.joint_names)
+    t, q, tau = recording.t, recording.q, recording.tau
+    for name, x in (('t', t), ('q', q), ('tau', tau)):
+        bad = np.argwhere(~np.isfinite(x))
+        if len(bad):
+            raise FitError(f'{name} has {len(bad)} non-finite values (first at sample '
+                           f'{bad[0][0]})')
+    min_samples = max(min_samples, 50)   # the zero-phase filter's padding needs a few dozen
+    if len(t) < min_samples:
+        raise FitError(f'too few samples: {len(t)} recorded, at least {min_samples} needed')
+    step = np.diff(t)
+    if np.any(step <= 0):
+        raise FitError(f'stamps must increase; sample {np.argmax(step <= 0) + 1} does not')
+    dt = float(np.median(step))
+    if cutoff >= 0.5 / dt:
+        raise FitError(f'--cutoff {cutoff} Hz must be below half the sample rate '
+                       f'({0.5 / dt:.4g} Hz)')
+    if step.max() > max(2 * dt, MAX_GAP / cutoff):
+        k = int(np.argmax(step))
+        raise FitError(f'a gap of {step[k]:.3g} s in the stamps at t = {t[k]:.3f} s (sampling '
+                       f'every {dt:.3g} s): record again, or cut the recording there')
+    grid = t[0] + dt * np.arange(int(round((t[-1] - t[0]) / dt)) + 1)
+    q = np.column_stack([np.interp(grid, t, x) for x in q.T])
+    tau = np.column_stack([np.interp(grid, t, x) for x in tau.T])
+    q, v, a = differentiate(q, dt, cutoff)
+    tau = lowpass(tau, dt, cutoff)
+    sign = lowpass(smooth_sign(v, model.coulomb_velocity), dt, cutoff)   # parallel filtering
+    drop = int(np.ceil((2.0 / cutoff if edge is None else edge) / dt))
+    keep = slice(drop, len(grid) - drop, max(1, -(-(len(grid) - 2 * drop) // max_samples)))
+    if len(grid[keep]) < min_samples:
+        raise FitError(f'too few samples: {max(len(grid[keep]), 0)} left after dropping '
+                       f'{drop * dt:.3g} s at each end, at least {min_samples} needed')
+    x_model = [np.empty_like(x[keep]) for x in (q, v, a, tau, sign)]
+    for x, y in zip(x_model, (q, v, a, tau, sign)):
+        x[:, order] = y[keep]
+    return Samples(*x_model, dt * keep.step, order)
+
+
+@dataclasses.dataclass
+class Fit:
+    """What was fitted, in model order; None for what was not asked.
+
+    ``payload``: dict(mass, com (3,), inertia (3, 3) about the com or None, mass_std, com_std
+    (3,), the std of m and of (m c) / m), tip axes;
+    ``inertia`` (nb, 10): the links' full parameters (``fit_links``); ``rms_before``/``rms_after``
+    (nv,): residual RMS of τ - rnea(URDF) and of τ - the fitted model; ``names``, ``theta``,
+    ``std``: the estimated parameters (base parameters for ``fit_links``) and their std;
+    ``problems``: physical inconsistencies found; ``notes``: what else the report should say.
+    """
+
+    names: list
+    theta: np.ndarray
+    std: np.ndarray
+    condition_number: float
+    rms_before: np.ndarray
+    rms_after: np.ndarray
+    payload: dict = None
+    viscous: np.ndarray = None
+    coulomb: np.ndarray = None
+    armature: np.ndarray = None
+    inertia: np.ndarray = None
+    problems: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+
+
+def rms(x):
+    return np.sqrt(np.mean(x ** 2, axis=0))
+
+
+def check_motion(model, s, what):
+    """FitError naming the joints that do not move enough for ``what``."""
+    still = [f'{j} ({r:.3g})' for j, r in zip(model.joint_names, rms(s.v)) if r < MIN_SPEED]
+    if still:
+        raise FitError(f'{what} need every joint to move; RMS velocity below {MIN_SPEED} '
+                       f'rad/s (m/s): {", ".join(still)}')
+
+
+def solve(Y, tau, names, max_condition, weighted=False):
+    """θ, its std, residual RMS (nv,) and the condition number of min |τ - Y θ|.
+
+    Y (N, nv, p), τ (N, nv). ``weighted``: Gautier's two steps (rows of joint i divided by its
+    residual RMS from an ordinary fit). FitError for an ill-conditioned Y.
+    """
+    sigma = np.ones(Y.shape[1])
+    for step in range(2 if weighted else 1):
+        A = (Y / sigma[:, None]).reshape(-1, Y.shape[-1])
+        norms = np.linalg.norm(A, axis=0)
+        dead = [n for n, x in zip(names, norms) if not x > 1e-8 * norms.max()]
+        if dead:
+            raise FitError(f'not excited at all: {", ".join(dead)}')
+        U, singular, Vt = np.linalg.svd(A / norms, full_matrices=False)
+        condition = singular[0] / singular[-1]
+        if condition > max_condition:
+            weak = Vt[singular < singular[0] / max_condition]
+            named = [n for n, w in zip(names, np.abs(weak).max(0)) if w > WEAK]
+            raise FitError(f'ill-conditioned fit (condition number {condition:.3g} > '
+                           f'{max_condition:g}); the motion does not determine: '
+                           f'{", ".join(named)}')
+        theta = Vt.T @ ((U.T @ (tau / sigma).ravel()) / singular) / norms
+        residual = tau - Y @ theta
+        if weighted and not step:   # the second pass weights by these
+            sigma = np.maximum(rms(residual), 1e-9 * rms(residual).max() + 1e-300)
+    s2 = np.sum((residual / sigma) ** 2) / max(A.shape[0] - A.shape[1], 1)
+    std = np.sqrt(s2 * ((Vt.T / singular) ** 2).sum(1)) / norms
+    return theta, std, rms(residual), float(condition)
+
+
+def settle_joint_terms(fit, model, s):
+    """Negative friction or armature: 0 if within 3 std of 0 or negligible (noted), else a problem.
+
+    Negligible: its torque is below 1e-3 of the joint's torque (RMS over the samples).
+    """
+    std, zeroed = dict(zip(fit.names, fit.std)), []
+    for kind, column in zip(JOINT_COLUMNS, (s.v, s.sign, s.a)):
+        values = getattr(fit, kind)
+        negligible = 1e-3 * rms(s.tau) / np.maximum(rms(column), 1e-300)
+        for i, joint in enumerate(model.joint_names if values is not None else ()):
+            x, sd = values[i], std.get(f'{joint}.{kind}', 0.0)
+            if -max(3.0 * sd, negligible[i]) < x < 0.0:
+                zeroed.append(f'{kind} of {joint} ({x:.2g} ± {sd:.2g})')
+                values[i] = 0.0
+            elif x < 0.0:
+                fit.problems.append(f'{kind} of {joint} is negative ({x:.3g} ± {sd:.2g})')
+    if zeroed:
+        fit.notes.append(f'negative within 3 std of 0 or negligibly, written as 0: '
+                         f'{", ".join(zeroed)}')
+
+
+def regressor(model, s, flags):
+    """Y (N, nv, 10 nb + joint columns) at the samples, in ``rd.regressor``'s layout.
+
+    Its Coulomb columns are the filtered ``s.sign``.
+    """
+    columns = [rd.regressor(model, s.q, s.v, s.a)]
+    for x, flag in zip((s.v, s.sign, s.a), flags.values()):
+        if flag:
+            columns.append(np.eye(model.nv) * x[:, None, :])   # row i: x_i in column i
+    return np.concatenate(columns, axis=2)
+
+
+def fit_residual(model, s, payload=False, payload_inertia=True, friction=False,
+                 armature=False, max_condition=1e3, weighted=False):
+    """Payload at the tip and joint terms from τ - rnea(model) (module docstring)."""
+    if not (payload or friction or armature):
+        raise FitError('nothing to fit: ask for --payload, --friction, --armature or --links')
+    if friction or armature:
+        check_motion(model, s, 'friction and armature')
+    flags = dict(viscous=friction, coulomb=friction, armature=armature)
+    model = without(model, flags)
+    Y = regressor(model, s, flags)
+    columns, names = [Y[..., 10 * model.nb:]], parameter_names(model, **flags)[10 * model.nb:]
+    if payload:
+        if model.tip is None:
+            raise FitError('--payload needs a chain with a tip: pass --tip')
+        f = model.frame_index(model.tip)
+        k, b = (10 if payload_inertia else 4), model.frame_body[f]
+        columns.insert(0, Y[..., 10 * b:10 * b + 10] @ parameter_map(model.frame_placement[f])[
+            :, :k])
+        names = [f'payload.{n}' for n in INERTIAL_NAMES[:k]] + names
+    before = s.tau - rd.rnea(model, s.q, s.v, s.a)
+    theta, std, after, condition = solve(np.concatenate(columns, axis=2), before, names,
+                                         max_condition, weighted)
+    fit = Fit(names, theta, std, condition, rms(before), after)
+    rest = theta
+    if payload:
+        fit.payload, rest = payload_of(theta[:k]), theta[k:]
+        fit.payload.update(mass_std=std[0], com_std=std[1:4] / max(abs(theta[0]), 1e-300))
+        if theta[0] <= 0.0:
+            fit.problems.append(f'payload mass is not positive ({theta[0]:.3g} kg)')
+        elif payload_inertia:
+            settle_payload_inertia(fit, max(3.0 * std[4:10].max(), theta[0] * SMALL ** 2))
+    for kind, flag in flags.items():
+        if flag:
+            setattr(fit, kind, rest[:model.nv])
+            rest = rest[model.nv:]
+    settle_joint_terms(fit, model, s)
+    return fit
+
+
+def settle_payload_inertia(fit, tolerance):
+    """Negative principal moments down to -tolerance become 0 (noted); below, a problem."""
+    moments, axes = np.linalg.eigh(fit.payload['inertia'])
+    text = f'payload principal moments {np.round(moments, 6).tolist()} kg m^2'
+    if moments[0] < -tolerance:
+        fit.problems.append(f'{text}: not positive')
+    elif moments[0] < 0.0:
+        fit.notes.append(f'{text}: the negative ones, within {tolerance:.2g} of 0, written as 0')
+        fit.payload['inertia'] = axes @ np.diag(np.maximum(moments, 0.0)) @ axes.T
+    if moments[2] > moments[0] + moments[1] + tolerance:
+        fit.notes.append(f'{text}: the triangle inequality does not hold (the data do not fix '
+                         f'the inertia well: try --no-payload-inertia)')
+
+
+def without(model, flags):
+    """The model with the joint terms to be fitted set to zero."""
+    return model.replace(**{kind: None for kind, flag in flags.items() if flag})
+
+
+def payload_of(theta):
+    """dict(mass, com, inertia about the com or None) of (m, m c[, I about the tip origin])."""
+    mass = float(theta[0])
+    com = theta[1:4] / mass if mass else np.zeros(3)
+    inertia = inertia_about_com(theta) if len(theta) == 10 and mass else None
+    return dict(mass=mass, com=com, inertia=inertia)
+
+
+def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weighted=False):
+    """The links' inertial parameters (and joint terms) by ``rd.identify`` (module docstring).
+
+    Y with the filtered Coulomb columns goes to ``rd.identify(..., Y=)``; the full parameters
+    are its physically consistent ones nearest the URDF's (``physical=True``).
+    """
+    if friction or armature:
+        check_motion(model, s, 'friction and armature')
+    flags = dict(viscous=friction, coulomb=friction, armature=armature)
+    model = without(model, flags)
+    base, Y = rd.base_parameters(model, **flags), regressor(model, s, flags)
+    condition = solve(Y[..., base.independent], s.tau, base.names, max_condition)[3]  # the check
+    result = rd.identify(model, s.q, s.v, s.a, s.tau, **flags, base=base, Y=Y,
+                         noise_std='estimate' if weighted else None)
+    fit = Fit(base.names, result.theta_base, result.std_base, condition,
+              rms(s.tau - rd.rnea(model, s.q, s.v, s.a)), result.residual_rms,
+              inertia=result.model.inertia.copy(),
+              **{kind: getattr(result, kind) for kind, flag in flags.items() if flag})
+    for joint, c in zip(model.joint_names, result.consistency):
+        if not (c['positive_definite'] and c['triangle']):
+            moments = c['principal_moments']
+            fit.problems.append(f'the link moved by {joint} is not physical (mass '
+                                f'{c["mass"]:.3g}, principal moments about its centre of mass '
+                                f'{"-" if moments is None else np.round(moments, 6).tolist()})')
+    n = 10 * model.nb
+    free = np.abs(np.diag(np.linalg.pinv(base.P) @ base.P)[n:] - 1.0) > 1e-8
+    merged = [name for name, f in zip(parameter_names(model, **flags)[n:], free) if f]
+    if merged:
+        fit.notes.append(f'not separable from the links (the split is the physical one nearest '
+                         f'the URDF): {", ".join(merged)}')
+    settle_joint_terms(fit, model, s)
+    return fit

@@ -1,0 +1,200 @@
+"""record_joint_states: log joint positions, velocities and efforts to a file for identification.
+
+    record_joint_states --ros-args -p output:=excitation.npz [-p duration:=60.0]
+        [-p joints:="[j1, j2]"] [-p robot_description:="$(cat arm.urdf)"] [-p urdf:=arm.urdf]
+    python -m robot_dynamics.tools.record --ros-args -p output:=excitation.csv
+
+Subscribes to ``joint_states`` (sensor_msgs/JointState, mapped by name; QoS reliability
+``joint_states_reliability``, best effort by default, which matches every publisher) and writes
+``output`` (.npz or .csv, layout in ``robot_dynamics.tools.recording``) on SIGINT or SIGTERM, or
+once the stamps span ``duration`` seconds. Messages delivered before the signal are recorded.
+``joints`` picks and orders the columns (default: the names of the first message). Rejected,
+counted, with a throttled warning: non-finite values, no efforts, a stamp not after the previous
+one, and a joint set different from the first recorded message's. Messages carrying none of the
+joints (another publisher's) are ignored. With no ``robot_description`` parameter the latest
+``robot_description`` topic message (robot_state_publisher's) goes into the file. On exit it
+logs the sample count and rate; exit status 1 if fewer than ``min_samples`` were recorded (no
+file is written) or the file cannot be written.
+"""
+import collections
+import faulthandler
+import pathlib
+import signal
+import sys
+import time
+
+import numpy as np
+import rclpy
+from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
+from rclpy.exceptions import ParameterException
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+
+from robot_dynamics.nodes.common import (DESCRIPTION_QOS, BadInput, JointStateReader,
+                                         Throttled, executor, parameter_value, state_qos)
+from robot_dynamics.tools import recording
+
+NAME = 'record_joint_states'
+QUEUE_DEPTH = 1000   # a burst of joint states waits here while a callback runs
+DRAIN_TIME = 0.5     # s spent at most, after a signal, on messages already delivered
+PARAMETERS = {  # name: (default, description)
+    'output': ('joint_states.npz', 'file to write, .npz or .csv'),
+    'joints': (Parameter.Type.STRING_ARRAY,
+               "joints to record, in this column order (default: the first message's)"),
+    'duration': (0.0, 'stop once the stamps span this many seconds (0: at SIGINT/SIGTERM)'),
+    'min_samples': (1, 'fewer samples at the end: no file, exit status 1'),
+    'robot_description': ('', 'URDF XML stored in the file (default: the robot_description '
+                          'topic, if published)'),
+    'urdf': ('', 'URDF path stored in the file'),
+    'joint_states_reliability': ('best_effort', 'QoS reliability of the joint_states '
+                                 'subscription: best_effort or reliable'),
+}
+
+
+class JointStateRecorder(Node):
+    """Collects joint states in memory; ``write()`` saves them."""
+
+    def __init__(self):
+        super().__init__(NAME)
+        for name, (default, text) in PARAMETERS.items():
+            descriptor = ParameterDescriptor(description=text, read_only=True)
+            if name == 'min_samples':
+                descriptor.integer_range = [IntegerRange(from_value=1, to_value=10**9)]
+            self.declare_parameter(name, default, descriptor)
+        p = {name: parameter_value(self.get_parameter_or(name, None)) for name in PARAMETERS}
+        self.output, self.duration = p['output'], p['duration']
+        self.min_samples, self.urdf = p['min_samples'], p['urdf']
+        self.description = p['robot_description']
+        recording.check_path(self.output)   # ValueError: exit before recording anything
+        if not pathlib.Path(self.output).resolve().parent.is_dir():
+            raise ValueError(f'output {self.output}: no such directory')
+        if p['joint_states_reliability'] not in ('best_effort', 'reliable'):
+            raise ValueError(f"joint_states_reliability must be best_effort or reliable, got "
+                             f"'{p['joint_states_reliability']}'")
+        if not (self.duration >= 0.0 and np.isfinite(self.duration)):
+            raise ValueError(f'duration must be >= 0, got {self.duration}')
+        self.joints = p['joints'] or None
+        self.reader = self.names = None
+        self.stamps, self.rows = [], []
+        self.rejected, self.ignored, self.callbacks = collections.Counter(), 0, 0
+        self.done = False
+        self.warn = Throttled(self.get_logger().warning)
+        self.create_subscription(JointState, 'joint_states', self.on_joint_state,
+                                 state_qos(p['joint_states_reliability'], QUEUE_DEPTH))
+        if not self.description:
+            self.create_subscription(String, 'robot_description', self.on_description,
+                                     DESCRIPTION_QOS)
+        self.get_logger().info(f'ready: recording joint_states to {self.output}')
+
+    def on_description(self, msg):
+        self.description = msg.data
+
+    def on_joint_state(self, msg):
+        self.callbacks += 1
+        if self.done:
+            return
+        if self.reader is None:
+            self.reader = JointStateReader(self.joints or list(msg.name))
+        try:
+            state = self.reader.read(msg)
+            if state is None:
+                self.ignored += 1
+                return
+            stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
+            self.check(msg, stamp, state[2])
+        except BadInput as error:
+            self.rejected[str(error)] += 1
+            self.warn(f'rejected joint state: {error}')
+            return
+        if self.duration and self.stamps and stamp - self.stamps[0] > self.duration * 1e9:
+            self.done = True
+            return
+        q, v, effort = state
+        self.stamps.append(stamp)
+        self.rows.append((q, np.full(len(q), np.nan) if v is None else v, effort))
+
+    def check(self, msg, stamp, effort):
+        """BadInput for a message not to record (the reader checked names and values)."""
+        names = frozenset(msg.name)
+        if self.names is None:
+            self.names = names
+            self.get_logger().info(f'first joint state: recording {list(self.reader.joint_names)}')
+        if names != self.names:
+            raise BadInput(f'the joint set changed: {sorted(names ^ self.names)} added or '
+                           f'removed')
+        if effort is None:
+            raise BadInput('no efforts')
+        if self.stamps and stamp <= self.stamps[-1]:
+            raise BadInput('stamp not after the previous one')
+
+    def drain(self, spinner):
+        """Run the callbacks of messages already delivered (at most DRAIN_TIME seconds)."""
+        end = time.monotonic() + DRAIN_TIME
+        while time.monotonic() < end:
+            before = self.callbacks
+            spinner.spin_once(timeout_sec=0.05)
+            if self.callbacks == before:
+                return
+
+    def write(self):
+        """Save the file and log what was recorded; returns the exit status."""
+        log, n = self.get_logger(), len(self.stamps)
+        rejected = sum(self.rejected.values())
+        if rejected:
+            log.warning(f'rejected {rejected} messages: {dict(self.rejected)}')
+        if self.ignored:
+            log.info(f'ignored {self.ignored} messages without the recorded joints')
+        if n < self.min_samples:
+            log.error(f'{n} samples recorded, fewer than min_samples = {self.min_samples}: '
+                      f'no file written')
+            return 1
+        stamps = np.array(self.stamps, dtype=np.int64)
+        q, v, tau = (np.array(x) for x in zip(*self.rows))
+        data = recording.Recording(
+            (stamps - stamps[0]) * 1e-9, q, None if np.isnan(v).any() else v, tau,
+            self.reader.joint_names, start_time=stamps[0] * 1e-9,
+            robot_description=self.description, urdf=self.urdf)
+        try:
+            recording.save(data, self.output)
+        except OSError as error:
+            log.error(f'cannot write {self.output}: {error}')
+            return 1
+        span = data.t[-1]
+        rate = f'{(n - 1) / span:.1f} Hz' if span > 0 else 'one stamp'
+        log.info(f'wrote {self.output}: {n} samples of {len(data.joint_names)} joints over '
+                 f'{span:.3f} s ({rate}){"" if data.v is not None else ", without velocities"}')
+        return 0
+
+
+def main(args=None):
+    """Record until SIGINT/SIGTERM or ``duration``; exit status 0 when the file was written."""
+    rclpy.init(args=sys.argv if args is None else args,
+               signal_handler_options=SignalHandlerOptions.NO)
+    stop = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.append(sig))
+    faulthandler.register(signal.SIGUSR1)
+    try:
+        node = JointStateRecorder()
+    except (ValueError, ParameterException) as error:
+        rclpy.logging.get_logger(NAME).fatal(str(error))
+        rclpy.try_shutdown()
+        return 1
+    spinner = executor()
+    spinner.add_node(node)
+    try:
+        while not stop and not node.done:
+            spinner.spin_once(timeout_sec=0.1)
+        node.drain(spinner)
+        return node.write()
+    finally:
+        spinner.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+
+
+if __name__ == '__main__':
+    raise SystemExit(main())
