@@ -15,7 +15,8 @@ and drives it like a user would:
 4. the controller's latency and the simulator's real-time factor, from /diagnostics.
 
 Prints a table of these figures and writes a figure (joint tracking error; estimated vs applied
-wrench over time) to DIR/<robot>_demo.png (DIR: ./demo_results). ``--urdf``: any arm URDF with
+wrench over time) to DIR/<robot>_demo.png and the figures to DIR/<robot>_demo.yaml
+(DIR: ./demo_results). ``--urdf``: any arm URDF with
 inertials; base and tip default to the root and the deepest leaf of the longest chain, the
 initial pose to the middle of the joint ranges, the gains to those of the shipped configs.
 """
@@ -67,6 +68,8 @@ class Observer(Node):
     def __init__(self):
         super().__init__('demo')
         self.states, self.wrenches, self.diagnostics = [], [], {}
+        # 0.1 s of 1 kHz messages: starved of CPU, the demo loses states rather than falling
+        # behind the arm's clock (its `now` decides when the trajectory starts)
         best_effort = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.create_subscription(JointState, 'joint_states', self.states.append, best_effort)
         self.create_subscription(WrenchStamped, '/wrench_estimator/wrench',
@@ -122,10 +125,14 @@ class Observer(Node):
 PUSH_TIME = 1.0   # s
 
 
-def gravity_compensation(observer, joints, q0):
+def gravity_compensation(observer, processes, joints, q0):
     print('   waiting for the nodes (first start: numba compiles, up to a minute) ...', flush=True)
-    if not observer.released.wait(120.0):
-        raise TimeoutError('no effort command: is the controller running?')
+    deadline = time.monotonic() + 120.0
+    while not (observer.released.wait(0.5) and observer.states):
+        if processes.exited():
+            raise RuntimeError(f'nodes exited: {processes.exited()} (their logs follow)')
+        if time.monotonic() > deadline:
+            raise TimeoutError('no effort command: is the controller running?')
     # no more 1 kHz callbacks; destroyed in the executor's thread, where it is safe
     observer.executor.create_task(observer.destroy_subscription, observer.commands)
     released = observer.now()
@@ -156,7 +163,7 @@ def tracking(observer, joints, lower, upper):
     waypoints = np.clip(q_now + np.outer(WAYPOINT_OFFSETS, signs * scale), lower + margin,
                         upper - margin)
     waypoints[0] = q_now
-    start = observer.now() + 0.3
+    start = observer.now() + 0.5   # our clock may lag the arm's by ~0.1 s
     msg = JointTrajectory(joint_names=list(joints))
     msg.header.stamp = ros_time(start)
     msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=ros_time(t, Duration))
@@ -195,16 +202,20 @@ def push(observer, base, wrench):
         time.sleep(0.01)
     progress(observer, applied_at + PUSH_TIME, 'pushing the end effector')
     publish(np.zeros(6))
-    progress(observer, applied_at + PUSH_TIME + 0.5, 'released')
+    progress(observer, observer.now() + 0.5, 'released')
     picked = [m for m in list(observer.wrenches) if before - 0.2 <= stamp(m)]
     t = np.array([stamp(m) for m in picked]) - applied_at
     estimates = np.array([vector(m) for m in picked])
     settled = estimates[(t >= 0.3) & (t <= PUSH_TIME - 0.05)].mean(axis=0)
+    # the push ends where the estimate falls below 95 % (as it starts where it passes 5 %): the
+    # arm's clock at our zero wrench is only known to within our lag behind it
+    falling = (t > 0.3) & (estimates[:, 3:] @ wrench[3:] < 0.95 * settled[3:] @ wrench[3:])
+    duration = t[np.argmax(falling)] if falling.any() else PUSH_TIME
     newest = stamp(observer.wrenches[-1])
     observer.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
     while stamp(observer.wrenches[-1]) < newest + 0.3:
         time.sleep(0.01)
-    return t, estimates, settled, np.linalg.norm(vector(observer.wrenches[-1])[3:])
+    return t, estimates, duration, settled, np.linalg.norm(vector(observer.wrenches[-1])[3:])
 
 
 def chain_ends(urdf):
@@ -243,15 +254,15 @@ def arm_config(args, work):
     lower, upper = model.lower, model.upper
     q0 = np.where(np.isfinite(lower) & np.isfinite(upper), (lower + upper) / 2, 0.3)
     n, joints = model.nv, list(model.joint_names)
-    common = dict(base=model.base, tip=model.tip, joints=joints)
     config = {
-        'dynamics_controller': {**common, 'kp': [400.0] * n, 'kd': [40.0] * n,
-                                'state_timeout': 0.1},
-        'wrench_estimator': {**common, 'observer_gain': [50.0] * n, 'damping': 0.001,
+        'dynamics_controller': {'kp': [400.0] * n, 'kd': [40.0] * n, 'state_timeout': 0.1},
+        'wrench_estimator': {'observer_gain': [50.0] * n, 'damping': 0.001,
                              'reference_frame': model.base, 'state_timeout': 0.1},
-        'arm_simulator': {**common, 'initial_position': q0.tolist()}}
+        'arm_simulator': {'initial_position': q0.tolist()}}
+    # a copy of the joint list per node: rcl's YAML parser refuses anchors and aliases
     path = pathlib.Path(work) / 'arm.yaml'
-    path.write_text(yaml.safe_dump({k: {'ros__parameters': v} for k, v in config.items()}))
+    path.write_text(yaml.safe_dump({k: {'ros__parameters': dict(
+        base=model.base, tip=model.tip, joints=list(joints), **v)} for k, v in config.items()}))
     return str(path), model.base, model.tip, joints, q0, lower, upper
 
 
@@ -260,13 +271,13 @@ def plot(path, title, tracking, push):
     import matplotlib
     matplotlib.use('Agg')
     import matplotlib.pyplot as plt
-    (t_track, error, joints), (t_push, estimates) = tracking, push
+    (t_track, error, joints), (t_push, estimates, duration) = tracking, push
     fig, (top, middle, bottom) = plt.subplots(3, 1, figsize=(9, 10))
     top.plot(t_track, 1e3 * error, lw=0.8)
     top.set(xlabel='time along the trajectory, s', ylabel='tracking error, mrad',
             title=f'{title}: computed torque on MuJoCo')
     top.legend(joints, fontsize=7, ncol=4)
-    applied = np.where(((t_push >= 0) & (t_push < PUSH_TIME))[:, None], WRENCH, 0.0)
+    applied = np.where(((t_push >= 0) & (t_push < duration))[:, None], WRENCH, 0.0)
     for k, (axes, unit, rows) in enumerate(((middle, 'N', range(3, 6)),
                                             (bottom, 'N m', range(3)))):
         for i, name in zip(rows, 'xyz'):
@@ -313,11 +324,11 @@ def main(argv=None):
         processes = run.Processes(specs, env, work, output=work)
         try:
             print('1. release under gravity compensation', flush=True)
-            drift, window = gravity_compensation(observer, joints, q0)
+            drift, window = gravity_compensation(observer, processes, joints, q0)
             print(f'2. computed torque through {len(WAYPOINT_OFFSETS)} waypoints', flush=True)
             t_track, error, duration = tracking(observer, joints, lower, upper)
             print('3. a push at the end effector, then ~/tare', flush=True)
-            t_push, estimates, settled, tared = push(observer, base, WRENCH)
+            t_push, estimates, push_time, settled, tared = push(observer, base, WRENCH)
             controller = observer.diagnostics.get('dynamics_controller', {})
             simulator = observer.diagnostics.get('arm_simulator', {})
         finally:
@@ -331,7 +342,7 @@ def main(argv=None):
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     figure = out / f'{name}_demo.png'
-    plot(figure, name, (t_track, error, joints), (t_push, estimates))
+    plot(figure, name, (t_track, error, joints), (t_push, estimates, push_time))
     rms, worst = np.sqrt(np.mean(error ** 2)), np.abs(error).max()
     force_error = np.linalg.norm(settled[3:] - WRENCH[3:])
     moment_error = np.linalg.norm(settled[:3] - WRENCH[:3])
@@ -356,7 +367,13 @@ def main(argv=None):
     print(f'\n{name} on MuJoCo: measured')
     for label, value, note in rows:
         print(f'  {label:30s} {value:>14s}   {note}')
-    print(f'\nfigure: {figure.resolve()}\ndemo took {time.monotonic() - began:.0f} s')
+    took = time.monotonic() - began
+    figures = dict(robot=name, drift_rad=float(drift), tracking_rms_rad=float(rms),
+                   tracking_max_rad=float(worst), push_force_error_n=float(force_error),
+                   push_moment_error_nm=float(moment_error), force_after_tare_n=float(tared),
+                   figure=str(figure.resolve()), seconds=round(took, 1))
+    (out / f'{name}_demo.yaml').write_text(yaml.safe_dump(figures, sort_keys=False))
+    print(f'\nfigure: {figure.resolve()}\ndemo took {took:.0f} s')
     return 0
 
 
