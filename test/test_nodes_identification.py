@@ -221,9 +221,10 @@ def track(arm, offset):
 
 
 def test_friction_and_armature_parameters_improve_tracking_and_estimation(arm):
+    """The payload known to both nodes; its friction and armature unknown, then known."""
     offset = np.array([0.3, -0.25, 0.2, 0.3, -0.3, 0.3, 0.4])
     for node in ('dynamics_controller', 'wrench_estimator'):
-        arm.set(node, UNKNOWN)
+        arm.set(node, {**UNKNOWN, **HIDDEN})
     error_unknown, bias_unknown = track(arm, offset)
     for node in ('dynamics_controller', 'wrench_estimator'):
         arm.set(node, FRICTION)
@@ -282,6 +283,8 @@ def test_identify_payload_dry_run_then_apply(arm):
 
 
 def test_identify_payload_refusals(arm):
+    """Too few still states, one pose, a moving arm: refused, the payload in use unchanged."""
+    arm.set('dynamics_controller', {**FRICTION, **HIDDEN})
     arm.set('dynamics_controller', {'payload_identification.samples': 100000})
     few = arm.identify(True)
     assert not few.success and 'still joint states' in few.message, few.message
