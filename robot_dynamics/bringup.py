@@ -22,6 +22,7 @@ SIMULATED_STATE_TIMEOUT = 0.5  # s
 SETUPS = {
     'gravity_compensation': {'dynamics_controller': {'mode': 'gravity_compensation'}},
     'computed_torque': {'dynamics_controller': {'mode': 'computed_torque'}},
+    'wrench_estimation': {'wrench_estimator': {}},
     'simulated_arm': {'arm_simulator': {},
                       'dynamics_controller': {'state_timeout': SIMULATED_STATE_TIMEOUT},
                       'wrench_estimator': {'state_timeout': SIMULATED_STATE_TIMEOUT}},

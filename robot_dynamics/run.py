@@ -1,7 +1,7 @@
 """Run a setup of robot_dynamics.bringup as processes, as ``ros2 launch`` does, on loopback DDS.
 
     python -m robot_dynamics.run simulated_arm --robot panda [--mode computed_torque]
-        [--urdf FILE] [--config FILE] [--set NODE:PARAM:=VALUE ...] [--duration S]
+        [--engine mujoco] [--urdf FILE] [--config FILE] [--set NODE:PARAM:=VALUE ...] [--duration S]
         [--domain-id N]
 
 Each node runs as ``python -m robot_dynamics.nodes.<executable> --ros-args -r __node:=<name>
@@ -117,7 +117,8 @@ def parse_overrides(items):
     return overrides
 
 
-def main(argv=None):
+def parse(argv=None):
+    """(the parsed command line, the NodeSpecs it asks for)."""
     parser = argparse.ArgumentParser(prog='python -m robot_dynamics.run',
                                      description=__doc__.split('\n\n')[0])
     parser.add_argument('setup', choices=list(bringup.SETUPS))
@@ -128,9 +129,12 @@ def main(argv=None):
     parser.add_argument('--duration', type=float, help='stop after this many seconds')
     parser.add_argument('--domain-id', type=int, help='ROS_DOMAIN_ID (default: a free one)')
     args = parser.parse_args(argv)
-    specs = bringup.nodes(args.setup, robot=args.robot, urdf=args.urdf,
-                          use_description_topic=args.use_description_topic, config=args.config,
-                          mode=args.mode, overrides=parse_overrides(args.set))
+    return args, bringup.nodes(args.setup, overrides=parse_overrides(args.set),
+                               **{name: getattr(args, name) for name in bringup.ARGUMENTS})
+
+
+def main(argv=None):
+    args, specs = parse(argv)
     domain, lock = (args.domain_id, None) if args.domain_id is not None else allocate_domain_id()
     with tempfile.TemporaryDirectory(prefix='robot_dynamics_run_') as work:
         env = loopback_environment(domain, work)

@@ -134,6 +134,24 @@ def test_runner_renders_the_bringup_as_ros_arguments(tmp_path):
     assert specs[1].parameters['mode'] == 'computed_torque'
 
 
+@pytest.mark.parametrize('robot', bringup.ROBOTS)
+def test_runner_command_line_reaches_every_node(robot):
+    """Every launch argument of the command line lands where the launch file would put it."""
+    urdf = rd.robot_urdf(robot)
+    _, specs = run.parse(['simulated_arm', '--robot', robot, '--urdf', urdf, '--engine', 'mujoco',
+                          '--mode', 'computed_torque', '--set', 'wrench_estimator:damping:=0.01'])
+    parameters = {spec.name: spec.parameters for spec in specs}
+    assert parameters['arm_simulator']['engine'] == 'mujoco'
+    assert parameters['dynamics_controller']['mode'] == 'computed_torque'
+    assert parameters['wrench_estimator']['damping'] == 0.01
+    assert all(p['robot_description'] == pathlib.Path(urdf).read_text()
+               for p in parameters.values())
+    assert {spec.params_file for spec in specs} == {bringup.config_file(f'{robot}.yaml')}
+    _, specs = run.parse(['simulated_arm', '--use-description-topic', 'true'])
+    assert not any('robot_description' in spec.parameters for spec in specs)
+    assert 'engine' not in specs[0].parameters   # the parameter file's
+
+
 def test_loopback_environment():
     env = run.loopback_environment(42, '/tmp/x', base={})
     assert env['ROS_DOMAIN_ID'] == '42' and env['RMW_IMPLEMENTATION'] == 'rmw_fastrtps_cpp'
