@@ -3,7 +3,8 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.core.control import ComputedTorque, GravityCompensation, clamp_effort
+from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, clamp_effort,
+                                         position_error, unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
 PANDA = rd.load_urdf(rd.robot_urdf("panda"), base="panda_link0", tip="panda_hand")
@@ -167,3 +168,52 @@ def test_clamp_effort():
         clamp_effort([1.0, 2.0], [1.0])
     with pytest.raises(ValueError, match="NaN"):
         clamp_effort([np.nan], [1.0])
+
+
+def continuous_wrist_ur5e():
+    """UR5e whose wrist_3_joint is continuous (no position limits), as on many arms' wrists."""
+    xml = open(rd.robot_urdf("ur5e")).read().replace(
+        '<joint name="wrist_3_joint" type="revolute">', '<joint name="wrist_3_joint" '
+        'type="continuous">')
+    return rd.load_urdf(xml, base="base_link", tip="tool0")
+
+
+def wrap(angle):
+    return np.arctan2(np.sin(angle), np.cos(angle))
+
+
+def test_only_continuous_joints_wrap():
+    model = continuous_wrist_ur5e()
+    assert model.continuous.tolist() == [False] * 5 + [True]
+    assert not UR5E.continuous.any() and not PANDA.continuous.any()
+    q_d = np.full(6, 3.1)
+    q = np.full(6, -3.1)
+    expected = np.full(6, 6.2)
+    expected[5] = 6.2 - 2 * np.pi  # the short way from -3.1 to 3.1 crosses ±π
+    np.testing.assert_allclose(position_error(model, q_d, q), expected, atol=1e-15)
+    points = [np.full(6, 3.0), np.full(6, -3.0), np.full(6, -2.0)]
+    unwrapped = unwrap_positions(model, np.full(6, 2.9), points)
+    np.testing.assert_array_equal(np.array(unwrapped)[:, :5], np.array(points)[:, :5])
+    np.testing.assert_allclose(np.array(unwrapped)[:, 5], [3.0, 2 * np.pi - 3.0, 2 * np.pi - 2.0],
+                               atol=1e-15)
+
+
+def test_computed_torque_tracks_a_continuous_joint_across_pi():
+    """Reference and measurement wrapped into (−π, π], the arm starting behind, crossing ±π.
+
+    The error decays as e₀ (1 + ω t) e^(−ω t) (critically damped, ω = 20) through the crossing.
+    """
+    model = continuous_wrist_ur5e()
+    ct = ComputedTorque(model, kp=400.0, kd=40.0)
+    r0 = np.array([0.0, -1.2, 1.5, -1.9, -1.57, np.pi - 0.04])
+    v_d = np.zeros(6)
+    v_d[5] = 0.4   # the reference crosses +π at t = 0.1 s, 0.02 rad ahead of the arm
+    e0 = np.zeros(6)
+    e0[5] = 0.05
+
+    def torque(t, q, v):
+        return ct(wrap(q), v, wrap(r0 + v_d * t), v_d, np.zeros(6))
+
+    ts, qs, _ = simulate(model, torque, r0 - e0, v_d, 1.0)
+    e = np.outer((1 + 20 * ts) * np.exp(-20 * ts), e0)
+    np.testing.assert_allclose(qs, r0 + np.outer(ts, v_d) - e, atol=1e-7)

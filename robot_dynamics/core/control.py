@@ -28,6 +28,32 @@ def joint_gains(model, x, name):
     return x.copy()
 
 
+def position_error(model, q_d, q, continuous=None):
+    """e = q_d − q; on continuous joints wrapped into [−π, π): the short way round.
+
+    ``continuous``: model.continuous, passed by callers that cache it. A continuous joint's
+    position may be reported wrapped (±π) or accumulated; either way its orientation is what the
+    error is about, as in ros2_controllers' angle wrap-around.
+    """
+    e = np.asarray(q_d, dtype=float) - q
+    continuous = model.continuous if continuous is None else continuous
+    if continuous.any():
+        e = np.where(continuous, (e + np.pi) % (2 * np.pi) - np.pi, e)
+    return e
+
+
+def unwrap_positions(model, q_start, points):
+    """Waypoints with continuous joints shifted by whole turns: each the short way from the last.
+
+    ``q_start`` precedes the first waypoint; other joints are returned as given.
+    """
+    continuous, unwrapped, previous = model.continuous, [], np.asarray(q_start, dtype=float)
+    for q in points:
+        previous = np.where(continuous, previous + position_error(model, q, previous), q)
+        unwrapped.append(previous)
+    return unwrapped
+
+
 class GravityCompensation:
     """τ = g(q): holds the arm still in any pose (a payload rides on the model: rd.with_payload).
 
@@ -57,7 +83,7 @@ class GravityCompensation:
 
 
 class ComputedTorque:
-    """τ = M(q) (q̈_d + K_p e + K_d ė) + C(q, q̇) q̇ + g(q) + τ_f(q̇) with e = q_d − q.
+    """τ = M(q) (q̈_d + K_p e + K_d ė) + C(q, q̇) q̇ + g(q) + τ_f(q̇), e = position_error(q_d, q).
 
     Computed torque (Lynch & Park, Modern Robotics §11.4.1) in one inverse-dynamics call,
     rnea(q, q̇, q̈_d + K_p e + K_d ė), the joints' armature and friction included. With an exact
@@ -66,7 +92,7 @@ class ComputedTorque:
     """
 
     def __init__(self, model, kp, kd):
-        self._model, self._data = model, Data(model)
+        self._model, self._data, self._continuous = model, Data(model), model.continuous
         self.kp, self.kd = kp, kd
 
     @property
@@ -77,7 +103,7 @@ class ComputedTorque:
     def model(self, model):
         if model.nv != self._model.nv:
             raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
-        self._model, self._data = model, Data(model)
+        self._model, self._data, self._continuous = model, Data(model), model.continuous
 
     @property
     def kp(self):
@@ -98,7 +124,7 @@ class ComputedTorque:
     def __call__(self, q, v, q_d, v_d, a_d):
         m = self._model
         q, v = finite_joint_vector(m, q, "q"), finite_joint_vector(m, v, "v")
-        e = finite_joint_vector(m, q_d, "q_d") - q
+        e = position_error(m, finite_joint_vector(m, q_d, "q_d"), q, self._continuous)
         e_dot = finite_joint_vector(m, v_d, "v_d") - v
         a = finite_joint_vector(m, a_d, "a_d") + self._kp * e + self._kd * e_dot
         return rnea(m, q, v, a, data=self._data)

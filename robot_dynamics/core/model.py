@@ -95,6 +95,11 @@ class Model:
         """Number of degrees of freedom (one per body)."""
         return len(self.joint_names)
 
+    @property
+    def continuous(self):
+        """(nv,) bool: revolute joints without position limits (URDF continuous): angles wrap."""
+        return (self.joint_type == REVOLUTE) & np.isneginf(self.lower) & np.isposinf(self.upper)
+
     def frame_index(self, frame):
         """Index of a named frame, with the known names in the error."""
         try:

@@ -48,7 +48,8 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 import robot_dynamics as rd
-from robot_dynamics.core.control import ComputedTorque, GravityCompensation, clamp_effort
+from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, clamp_effort,
+                                         unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
 from . import payload
@@ -126,6 +127,7 @@ def trajectory_from_msg(msg, model, start, current):
     When the first point is later than the start, the current reference at the start is
     prepended as point 0, so the reference is continuous when the new trajectory takes over
     (blend); a first point at time 0 must be within START_TOLERANCE of it (else: rejected).
+    Continuous joints take the short way round between points (``unwrap_positions``).
     """
     names, joint_names = list(msg.joint_names), model.joint_names
     if sorted(names) != sorted(joint_names):
@@ -147,6 +149,7 @@ def trajectory_from_msg(msg, model, start, current):
     for qk in q:
         within_limits(model, qk, 'joint_trajectory point')
     q0, v0, a0 = current.sample(start)
+    q = unwrap_positions(model, q0, q)
     if times[0] > 0:
         times, q = [0.0] + times, [q0] + q
         v = None if v is None else [v0] + v
