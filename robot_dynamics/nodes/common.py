@@ -302,6 +302,11 @@ def joint_order(model, joints):
     return tuple(joints), np.array([model.joint_names.index(j) for j in joints])
 
 
+def neutral_position(model):
+    """q = 0 clamped into the joint limits."""
+    return np.clip(np.zeros(model.nv), model.lower, model.upper)
+
+
 class JointStateReader:
     """sensor_msgs/JointState -> (q, v, effort) in model order, mapped by name.
 
@@ -434,6 +439,13 @@ class ArmNode(Node):
             self.create_subscription(String, 'robot_description', self._on_description,
                                      DESCRIPTION_QOS)
 
+    def warm_up(self):
+        """Run the per-state computations once, before 'ready'.
+
+        numba compiles a kernel (or loads it from its cache) at its first call: here, not at the
+        first joint state, which would otherwise wait seconds on a fresh install.
+        """
+
     def _build(self, values, urdf):
         arm = self._build_arm(values, urdf)
         return arm, self.configure(values, arm)
@@ -442,6 +454,7 @@ class ArmNode(Node):
         self.arm, config = self._build(self.values, urdf)
         self.urdf = urdf
         self.apply(config)
+        self.warm_up()
         self.get_logger().info(f'ready: {self.arm.model.nv} joints {list(self.arm.joints)}, '
                                f'{self.arm.model.base} -> {self.arm.model.tip}')
 
