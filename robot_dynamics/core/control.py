@@ -28,17 +28,15 @@ def joint_gains(model, x, name):
     return x.copy()
 
 
-def position_error(model, q_d, q, continuous=None):
+def position_error(model, q_d, q):
     """e = q_d − q; on continuous joints wrapped into [−π, π): the short way round.
 
-    ``continuous``: model.continuous, passed by callers that cache it. A continuous joint's
-    position may be reported wrapped (±π) or accumulated; either way its orientation is what the
-    error is about, as in ros2_controllers' angle wrap-around.
+    A continuous joint's position may be reported wrapped (±π) or accumulated; either way its
+    orientation is what the error is about, as in ros2_controllers' angle wrap-around.
     """
     e = np.asarray(q_d, dtype=float) - q
-    continuous = model.continuous if continuous is None else continuous
-    if continuous.any():
-        e = np.where(continuous, (e + np.pi) % (2 * np.pi) - np.pi, e)
+    if model.continuous.any():
+        e = np.where(model.continuous, (e + np.pi) % (2 * np.pi) - np.pi, e)
     return e
 
 
@@ -47,9 +45,9 @@ def unwrap_positions(model, q_start, points):
 
     ``q_start`` precedes the first waypoint; other joints are returned as given.
     """
-    continuous, unwrapped, previous = model.continuous, [], np.asarray(q_start, dtype=float)
+    unwrapped, previous = [], np.asarray(q_start, dtype=float)
     for q in points:
-        previous = np.where(continuous, previous + position_error(model, q, previous), q)
+        previous = np.where(model.continuous, previous + position_error(model, q, previous), q)
         unwrapped.append(previous)
     return unwrapped
 
@@ -92,7 +90,7 @@ class ComputedTorque:
     """
 
     def __init__(self, model, kp, kd):
-        self._model, self._data, self._continuous = model, Data(model), model.continuous
+        self._model, self._data = model, Data(model)
         self.kp, self.kd = kp, kd
 
     @property
@@ -103,7 +101,7 @@ class ComputedTorque:
     def model(self, model):
         if model.nv != self._model.nv:
             raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
-        self._model, self._data, self._continuous = model, Data(model), model.continuous
+        self._model, self._data = model, Data(model)
 
     @property
     def kp(self):
@@ -124,7 +122,7 @@ class ComputedTorque:
     def __call__(self, q, v, q_d, v_d, a_d):
         m = self._model
         q, v = finite_joint_vector(m, q, "q"), finite_joint_vector(m, v, "v")
-        e = position_error(m, finite_joint_vector(m, q_d, "q_d"), q, self._continuous)
+        e = position_error(m, finite_joint_vector(m, q_d, "q_d"), q)
         e_dot = finite_joint_vector(m, v_d, "v_d") - v
         a = finite_joint_vector(m, a_d, "a_d") + self._kp * e + self._kd * e_dot
         return rnea(m, q, v, a, data=self._data)

@@ -84,6 +84,11 @@ class Model:
         object.__setattr__(self, 'frames', _frame_table(self))
         object.__setattr__(self, 'workspaces', _Workspaces(self.nb))
         object.__setattr__(self, '_frame_index', {n: i for i, n in enumerate(self.frame_names)})
+        # (nv,) bool: revolute joints without position limits (URDF continuous): angles wrap
+        continuous = (self.joint_type == REVOLUTE) & np.isneginf(self.lower) & np.isposinf(
+            self.upper)
+        continuous.flags.writeable = False
+        object.__setattr__(self, 'continuous', continuous)
 
     @property
     def nb(self):
@@ -96,9 +101,9 @@ class Model:
         return len(self.joint_names)
 
     @property
-    def continuous(self):
-        """(nv,) bool: revolute joints without position limits (URDF continuous): angles wrap."""
-        return (self.joint_type == REVOLUTE) & np.isneginf(self.lower) & np.isposinf(self.upper)
+    def neutral_position(self):
+        """q = 0 clamped into the joint limits (a new array)."""
+        return np.clip(np.zeros(self.nv), self.lower, self.upper)
 
     def frame_index(self, frame):
         """Index of a named frame, with the known names in the error."""

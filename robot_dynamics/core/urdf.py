@@ -396,7 +396,7 @@ def _check_joint_inertias(model):
     exceed MIN_JOINT_INERTIA and MIN_PIVOT times that round-off, else forward dynamics divides by
     (next to) zero. Checked leaves first, so the joint named is the one at fault.
     """
-    pivot, scale = _pivots(model, np.clip(np.zeros(model.nv), model.lower, model.upper))
+    pivot, scale = _pivots(model, model.neutral_position)
     for i in reversed(range(model.nb)):
         floor = max(MIN_PIVOT * scale[i], MIN_JOINT_INERTIA)
         if not pivot[i] > floor:

@@ -48,7 +48,7 @@ from robot_dynamics.simulation import ENGINES, make_engine
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
 from .common import (COMMAND_QOS, MODEL_PARAMS, ArmNode, ConfigError, Param, Percentiles,
-                     main as run_node, neutral_position, to_array)
+                     main as run_node, to_array)
 
 JOINT_TERMS = ('armature', 'viscous', 'coulomb')   # rd.Model fields, make_engine's joint_dynamics
 
@@ -127,7 +127,7 @@ class ArmSimulator(ArmNode):
         if len(values['initial_position']):
             initial = arm.per_joint(values, 'initial_position')
         else:
-            initial = neutral_position(arm.model)
+            initial = arm.model.neutral_position
         if values['engine'] == 'mujoco':
             try:
                 import_mujoco()

@@ -302,11 +302,6 @@ def joint_order(model, joints):
     return tuple(joints), np.array([model.joint_names.index(j) for j in joints])
 
 
-def neutral_position(model):
-    """q = 0 clamped into the joint limits."""
-    return np.clip(np.zeros(model.nv), model.lower, model.upper)
-
-
 class JointStateReader:
     """sensor_msgs/JointState -> (q, v, effort) in model order, mapped by name.
 

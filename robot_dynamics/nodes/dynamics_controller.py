@@ -54,8 +54,8 @@ from robot_dynamics.core.trajectory import JointTrajectory
 
 from . import payload
 from .common import (COMMAND_QOS, MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
-                     JointStateReader, Param, all_finite, main as run_node, neutral_position,
-                     seconds, state_qos, to_array)
+                     JointStateReader, Param, all_finite, main as run_node, seconds, state_qos,
+                     to_array)
 from .diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
@@ -84,7 +84,7 @@ def rate_limited(tau, previous, dt, rate):
 
 def check_model(model):
     """ConfigError unless g(q) and M(q) are finite and M(q) positive definite at a mid pose."""
-    q = neutral_position(model)
+    q = model.neutral_position
     ok, smallest = inertia_health(rd.mass_matrix(model, q))
     if not ok or not np.isfinite(rd.gravity(model, q)).all():
         raise ConfigError(f'the model (with its payload) is not physical: smallest eigenvalue of '
@@ -237,7 +237,7 @@ class DynamicsController(ArmNode):
         self.identification.configure(self.values, self.arm)
 
     def warm_up(self):
-        q = neutral_position(self.arm.model)
+        q = self.arm.model.neutral_position
         zero = np.zeros_like(q)
         self.config.gravity_compensation(q, zero)
         if self.config.computed_torque is not None:

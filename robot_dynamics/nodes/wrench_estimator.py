@@ -32,8 +32,7 @@ from robot_dynamics.core.observers import MomentumObserver
 
 from . import payload
 from .common import (MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
-                     JointStateReader, Param, main as run_node, neutral_position, seconds,
-                     state_qos, to_array)
+                     JointStateReader, Param, main as run_node, seconds, state_qos, to_array)
 from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
@@ -106,15 +105,12 @@ class WrenchEstimator(ArmNode):
         self.wrench.header.frame_id = config.frame
 
     def warm_up(self):
-        m, q = self.arm.model, neutral_position(self.arm.model)
-        zero = np.zeros_like(q)
+        m = self.arm.model
+        q, zero = m.neutral_position, np.zeros(m.nv)
         observer = MomentumObserver(m, self.config.gain)
         observer.update(q, zero, zero, 0.0)
         observer.wrench(q, observer.update(q, zero, zero, 1e-3), m.tip, self.config.reference,
                         self.config.damping)
-        rd.frame_jacobian(m, q, m.tip, self.config.reference)
-        rd.gravity(m, q)
-        rd.mass_matrix(m, q)
 
     def on_joint_state(self, msg):
         received = time.perf_counter()
