@@ -28,6 +28,7 @@ setup(
     extras_require={
         'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'mujoco', 'matplotlib'],
         'mujoco': ['mujoco'],
+        'plot': ['matplotlib'],   # pfl_map's PNG
     },
     zip_safe=False,
     maintainer='robot_dynamics maintainers',
@@ -41,6 +42,7 @@ setup(
             'arm_simulator = robot_dynamics.nodes.arm_simulator:main',
             'record_joint_states = robot_dynamics.tools.record:main',
             'fit_dynamics = robot_dynamics.tools.fit:main',
+            'pfl_map = robot_dynamics.tools.pfl_map:main',
         ],
     },
 )

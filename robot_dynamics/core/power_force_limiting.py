@@ -1,0 +1,296 @@
+"""Power and force limiting (PFL): permissible speeds from the arm's reflected mass.
+
+ISO/TS 15066:2016 Annex A.3 (carried into ISO 10218-2:2025 Annex A) models a transient contact
+between the robot and a body region as two masses and a spring: the robot's effective mass m_R,
+the region's effective mass m_H and its effective spring constant k. The energy the contact may
+transfer is that of the spring at the transient force limit F_T,
+
+    E = F_T^2 / (2 k) = mu v^2 / 2,   mu = (1/m_R + 1/m_H)^-1 (the reduced mass),
+
+so the permissible relative speed is v_max = F_T / sqrt(mu k). Integrators usually put
+m_R = M/2 + m_L into it (half the moving mass plus the payload); here m_R is the arm's
+reflected mass at the contact point along the direction of motion u (Khatib 1995; Lynch & Park
+§8.6, the task-space mass matrix):
+
+    m_R(q, u) = 1 / (u^T J_v M^-1 J_v^T u),
+
+J_v the linear Jacobian of the contact point (base axes), M the joint-space mass matrix with the
+joints' armature. A payload belongs in the model (``rd.with_payload``).
+
+This is an engineering aid computing the standard's formula; it is not a certified safety
+function. A cell still needs the robot's safety controller and a risk assessment.
+"""
+import dataclasses
+import math
+
+import numpy as np
+import yaml
+
+from .algorithms.crba import mass_matrix
+from .algorithms.jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_pose
+
+
+@dataclasses.dataclass(frozen=True)
+class BodyRegion:
+    """A body region's biomechanical data: forces in N, spring constant in N/m, mass in kg.
+
+    ``transient_force`` is None where the standard permits no transient contact.
+    """
+
+    name: str
+    quasi_static_force: float
+    transient_force: float
+    spring_constant: float
+    effective_mass: float
+
+    def __post_init__(self):
+        for field in ('quasi_static_force', 'spring_constant', 'effective_mass'):
+            _positive(getattr(self, field), f'body region {self.name!r}: {field}')
+        if self.transient_force is not None:
+            _positive(self.transient_force, f'body region {self.name!r}: transient_force')
+
+    @property
+    def energy_limit(self):
+        """E = F_T^2 / (2 k): the energy the spring of the region holds at F_T (J)."""
+        return 0.0 if self.transient_force is None else (
+            self.transient_force ** 2 / (2.0 * self.spring_constant))
+
+
+def _positive(value, what):
+    if not (isinstance(value, (int, float)) and not isinstance(value, bool)
+            and math.isfinite(value) and value > 0.0):
+        raise ValueError(f'{what} must be a finite number > 0, got {value!r}')
+
+
+def _region(name, force, k_n_per_mm, mass, transient=True):
+    return BodyRegion(name, float(force), 2.0 * force if transient else None,
+                      k_n_per_mm * 1e3, float(mass))
+
+
+# ISO/TS 15066:2016, Annex A. Quasi-static force F_s: Table A.2 (the lowest of the region's
+# specific areas); transient force F_T = 2 F_s (Table A.2's transient multiplier of 2; for the
+# skull, forehead and face the standard permits no transient contact). Spring constant k (N/mm)
+# and effective mass m_H (kg): Table A.3. The k values of skull, face, neck, back, chest and
+# abdomen were checked against a third-party copy of the table; the rest as read from the
+# standard, to be verified against a licensed copy (override any value: body_regions()).
+BODY_REGIONS = {r.name: r for r in (
+    _region('skull_forehead', 130, 150, 4.4, transient=False),
+    _region('face', 65, 75, 4.4, transient=False),
+    _region('neck', 150, 50, 1.2),
+    _region('back_shoulders', 210, 35, 40.0),
+    _region('chest', 140, 25, 40.0),
+    _region('abdomen', 110, 10, 40.0),
+    _region('pelvis', 180, 25, 40.0),
+    _region('upper_arm_elbow', 150, 30, 3.0),
+    _region('lower_arm_wrist', 160, 40, 2.0),
+    _region('hand', 140, 75, 0.6),
+    _region('thigh_knee', 220, 50, 75.0),
+    _region('lower_leg', 130, 60, 75.0),
+)}
+
+_FIELDS = ('quasi_static_force', 'transient_force', 'spring_constant', 'effective_mass')
+
+
+def body_regions(overrides=None):
+    """The body-region table, with entries replaced or added from a dict or a YAML file.
+
+    ``overrides`` maps a region name to a dict of the BodyRegion fields in SI units (N, N/m,
+    kg); fields left out keep the standard's values, and a new region needs all of them.
+    """
+    if overrides is None:
+        return dict(BODY_REGIONS)
+    if isinstance(overrides, str):
+        with open(overrides) as stream:
+            overrides = yaml.safe_load(stream) or {}
+    if not isinstance(overrides, dict):
+        raise ValueError(f'body region overrides must be a mapping, got {overrides!r}')
+    regions = dict(BODY_REGIONS)
+    for name, values in overrides.items():
+        if not isinstance(values, dict) or set(values) - set(_FIELDS):
+            raise ValueError(f'body region {name!r}: expected a mapping of {", ".join(_FIELDS)}, '
+                             f'got {values!r}')
+        known = dataclasses.asdict(regions[name]) if name in regions else {}
+        missing = set(_FIELDS) - set(known) - set(values)
+        if missing:
+            raise ValueError(f'new body region {name!r} needs {", ".join(sorted(missing))}')
+        fields = {**known, **values, 'name': name}
+        regions[name] = BodyRegion(**{k: v if v is None or k == 'name' else float(v)
+                                      for k, v in fields.items()})
+    return regions
+
+
+def point_jacobian(model, q, frame, offset=(0.0, 0.0, 0.0)):
+    """J_v (3 x nv, base axes) of the point at ``offset`` (frame axes) from the frame's origin.
+
+    v_p = v_o + omega x p with p = R offset (L&P §5.1): J_v,p = J_v,o - [p]x J_omega.
+    """
+    offset = _vector(offset, 'offset')
+    J = frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED)
+    p = frame_pose(model, q, frame)[:3, :3] @ offset
+    return J[3:] - np.cross(p, J[:3], axisb=0, axisc=0)
+
+
+def point_mobility(model, q, frame, offset=(0.0, 0.0, 0.0)):
+    """Phi = J_v M^-1 J_v^T (3x3, base axes): the point's acceleration per unit force."""
+    J = point_jacobian(model, q, frame, offset)
+    L = np.linalg.cholesky(mass_matrix(model, q))
+    Y = np.linalg.solve(L, J.T)
+    return Y.T @ Y
+
+
+def reflected_mass(model, q, frame, direction, offset=(0.0, 0.0, 0.0)):
+    """m_R = 1 / (u^T J_v M^-1 J_v^T u) at the point along the unit direction u (base axes).
+
+    Khatib's effective mass (L&P §8.6); inf where the point cannot move along u.
+    """
+    u = _vector(direction, 'direction')
+    norm = np.linalg.norm(u)
+    if norm == 0.0:
+        raise ValueError('direction must be a non-zero 3-vector (base axes)')
+    u = u / norm
+    return _inverse(u @ point_mobility(model, q, frame, offset) @ u)
+
+
+def _inverse(phi):
+    return 1.0 / phi if phi > 0.0 else math.inf
+
+
+def _vector(x, name):
+    try:
+        x = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        x = np.full(0, np.nan)
+    if x.shape != (3,) or not np.all(np.isfinite(x)):
+        raise ValueError(f'{name} must be 3 finite numbers, got {x!r}')
+    return x
+
+
+def reduced_mass(robot_mass, human_mass):
+    """mu = (1/m_R + 1/m_H)^-1 (ISO/TS 15066 A.3.2); m_R = inf gives m_H."""
+    return 1.0 / (1.0 / robot_mass + 1.0 / human_mass)
+
+
+def permissible_speed(robot_mass, region):
+    """v_max = F_T / sqrt(mu k) (ISO/TS 15066 A.3.2), 0 where no transient contact is permitted.
+
+    The relative speed whose energy mu v^2 / 2 equals the region's F_T^2 / (2 k).
+    """
+    if region.transient_force is None:
+        return 0.0
+    return region.transient_force / math.sqrt(
+        reduced_mass(robot_mass, region.effective_mass) * region.spring_constant)
+
+
+def moving_mass(model):
+    """M: the total mass of the model's moving bodies (a payload added with with_payload too)."""
+    return float(np.sum(model.inertia[:, 0]))
+
+
+def standard_robot_mass(model, payload=0.0):
+    """m_R = M/2 + m_L, the standard's single number (ISO/TS 15066 A.3.2), M of ``model``."""
+    return moving_mass(model) / 2.0 + payload
+
+
+@dataclasses.dataclass(frozen=True)
+class ContactPoint:
+    """A point of possible contact: ``offset`` (m, frame axes) from ``frame``'s origin."""
+
+    frame: str
+    offset: tuple = (0.0, 0.0, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class PointStatus:
+    """What the speed scaling found at one contact point (SI units, base axes)."""
+
+    point: ContactPoint
+    speed: float             # |J_v v| of the velocity the scaling was asked about
+    direction: np.ndarray    # its unit direction u (NaN when the point is at rest)
+    reflected_mass: float    # m_R(q, u) (NaN at rest)
+    permissible_speed: float  # the lowest v_max of the regions (inf at rest)
+    region: str              # the region giving it (None at rest)
+
+
+class SpeedScaling:
+    """The speed scale s = min(1, min_i v_max,i / |v_i|) over contact points, smoothed.
+
+    ``update(q, v, dt)`` takes the *nominal* joint velocity v, the one the motion would have at
+    s = 1 (a trajectory's q̇_d(τ)): the scaled motion then moves point i at s |v_i| <= v_max,i.
+    s falls at most at ``fall_rate`` (1/s) and rises at most at ``rise_rate``; it rises only
+    once its target exceeds it by ``hysteresis`` (or reaches 1), so it does not chatter on the
+    border. ``points`` holds the last PointStatus of each contact point.
+    """
+
+    def __init__(self, model, points, regions, rise_rate=1.0, fall_rate=20.0, hysteresis=0.02,
+                 rest_speed=1e-6):
+        if not points:
+            raise ValueError('SpeedScaling needs at least one contact point')
+        self.model = model
+        self.contact_points = [p if isinstance(p, ContactPoint) else ContactPoint(*p)
+                               for p in points]
+        for p in self.contact_points:
+            model.frame_index(p.frame)
+            _vector(p.offset, f'offset of contact point {p.frame!r}')
+        self.regions = list(regions.values() if isinstance(regions, dict) else regions)
+        if not self.regions or not all(isinstance(r, BodyRegion) for r in self.regions):
+            raise ValueError(f'regions must be BodyRegions, got {regions!r}')
+        for name, value in (('rise_rate', rise_rate), ('fall_rate', fall_rate)):
+            _positive(value, name)
+        if not 0.0 <= hysteresis < 1.0:
+            raise ValueError(f'hysteresis must be in [0, 1), got {hysteresis!r}')
+        self.rise_rate, self.fall_rate, self.hysteresis = rise_rate, fall_rate, hysteresis
+        self.rest_speed = rest_speed
+        self.s, self.points = 1.0, []
+
+    def target(self, q, v):
+        """min(1, v_max,i / |v_i|) over the points, without smoothing; fills ``points``."""
+        self.points = [self._status(p, q, v) for p in self.contact_points]
+        return min([1.0] + [p.permissible_speed / p.speed for p in self.points
+                            if p.speed > self.rest_speed])
+
+    def _status(self, point, q, v):
+        J = point_jacobian(self.model, q, point.frame, point.offset)
+        velocity = J @ np.asarray(v, dtype=float)
+        speed = float(np.linalg.norm(velocity))
+        if speed <= self.rest_speed:
+            return PointStatus(point, speed, np.full(3, np.nan), math.nan, math.inf, None)
+        u = velocity / speed
+        L = np.linalg.cholesky(mass_matrix(self.model, q))
+        y = np.linalg.solve(L, J.T @ u)
+        m_R = _inverse(y @ y)
+        v_max, region = min((permissible_speed(m_R, r), r.name) for r in self.regions)
+        return PointStatus(point, speed, u, m_R, v_max, region)
+
+    def update(self, q, v, dt):
+        """The new s after dt seconds at nominal joint velocity v in configuration q."""
+        if not (dt > 0.0 and math.isfinite(dt)):
+            raise ValueError(f'dt must be a finite number > 0, got {dt!r}')
+        target = self.target(q, v)
+        if target < self.s:
+            self.s = max(target, self.s - self.fall_rate * dt)
+        elif target >= 1.0 or target > self.s + self.hysteresis:
+            self.s = min(target, self.s + self.rise_rate * dt)
+        return self.s
+
+
+class ScaledClock:
+    """A trajectory clock slowed by s(t): dτ/dt = s.
+
+    A reference q_d(τ) then moves at dq/dt = s q̇_d(τ) and accelerates at
+    d²q/dt² = s² q̈_d(τ) + ṡ q̇_d(τ) (chain rule), so q, q̇, q̈ stay consistent while s changes.
+    """
+
+    def __init__(self, tau=0.0):
+        self.tau, self.s, self.s_dot = float(tau), 1.0, 0.0
+
+    def advance(self, s, dt):
+        """τ += s dt; ṡ from the change of s over dt. Returns τ."""
+        self.s_dot = (s - self.s) / dt
+        self.s = s
+        self.tau += s * dt
+        return self.tau
+
+    def sample(self, trajectory):
+        """(q, q̇, q̈) of ``trajectory`` (a JointTrajectory) at the clock's τ, time-scaled."""
+        q, v, a = trajectory.sample(self.tau)
+        return q, self.s * v, self.s ** 2 * a + self.s_dot * v
