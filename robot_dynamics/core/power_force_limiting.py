@@ -67,12 +67,14 @@ def _region(name, force, k_n_per_mm, mass, transient=True):
                       k_n_per_mm * 1e3, float(mass))
 
 
-# ISO/TS 15066:2016, Annex A. Quasi-static force F_s: Table A.2 (the lowest of the region's
-# specific areas); transient force F_T = 2 F_s (Table A.2's transient multiplier of 2; for the
-# skull, forehead and face the standard permits no transient contact). Spring constant k (N/mm)
-# and effective mass m_H (kg): Table A.3. The k values of skull, face, neck, back, chest and
-# abdomen were checked against a third-party copy of the table; the rest as read from the
-# standard, to be verified against a licensed copy (override any value: body_regions()).
+# ISO/TS 15066:2016, Annex A (the same data in ISO 10218-2:2025 Annex A). Quasi-static force
+# F_s: Table A.2 (the lowest of the region's specific areas); transient force F_T = 2 F_s
+# (Table A.2's transient multiplier; the standard permits no transient contact with the skull,
+# forehead or face). Spring constant k (N/mm) and effective mass m_H (kg): Table A.3.
+# Cross-checked against third-party copies: F_T of back, chest, abdomen, pelvis, upper arm,
+# lower arm and hand; k of skull, face, neck, back, chest and abdomen; m_H of the back. The
+# other values are as read from the standard and must be verified against a licensed copy;
+# any value can be overridden (body_regions()).
 BODY_REGIONS = {r.name: r for r in (
     _region('skull_forehead', 130, 150, 4.4, transient=False),
     _region('face', 65, 75, 4.4, transient=False),
