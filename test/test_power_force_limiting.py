@@ -47,6 +47,8 @@ def test_reflected_mass_against_pinocchio(arm):
         assert_close(pfl.reflected_mass(model, q, case.tip, u, offset),
                      1.0 / (u_hat @ Phi @ u_hat), 1e-9)
         # along Lambda_v's eigenvectors, m_R is its eigenvalue (Khatib's belted ellipsoid)
+        assert_close(pfl.reflected_mass(model, q, case.tip, u),
+                     rd.effective_mass(model, q, case.tip, u), 1e-12)   # no offset: the origin
         masses, axes = np.linalg.eigh(np.linalg.inv(Phi))
         assert_close([pfl.reflected_mass(model, q, case.tip, a, offset) for a in axes.T],
                      masses, 1e-9)

@@ -26,8 +26,8 @@ import math
 import numpy as np
 import yaml
 
-from .algorithms.crba import mass_matrix
-from .algorithms.jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_pose
+from .algorithms.jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_pose, frame_velocity
+from .algorithms.task_space import inverse_task_space_inertia
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,18 +126,32 @@ def point_jacobian(model, q, frame, offset=(0.0, 0.0, 0.0)):
 
     v_p = v_o + omega x p with p = R offset (L&P §5.1): J_v,p = J_v,o - [p]x J_omega.
     """
-    offset = _vector(offset, 'offset')
-    J = frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED)
-    p = frame_pose(model, q, frame)[:3, :3] @ offset
-    return J[3:] - np.cross(p, J[:3], axisb=0, axisc=0)
+    A = _point_map(model, q, frame, offset)
+    return A @ frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED)
 
 
 def point_mobility(model, q, frame, offset=(0.0, 0.0, 0.0)):
-    """Phi = J_v M^-1 J_v^T (3x3, base axes): the point's acceleration per unit force."""
-    J = point_jacobian(model, q, frame, offset)
-    L = np.linalg.cholesky(mass_matrix(model, q))
-    Y = np.linalg.solve(L, J.T)
-    return Y.T @ Y
+    """Phi = J_v M^-1 J_v^T (3x3, base axes): the point's acceleration per unit force.
+
+    A Phi_o A^T, Phi_o = J M^-1 J^T the frame's 6x6 mobility (L&P eq. 8.90's inverse) and
+    A = [-[p]x  1] the map from the frame's (omega, v_o) to the point's velocity.
+    """
+    A = _point_map(model, q, frame, offset)
+    return A @ inverse_task_space_inertia(model, q, frame, LOCAL_WORLD_ALIGNED) @ A.T
+
+
+def point_velocity(model, q, v, frame, offset=(0.0, 0.0, 0.0)):
+    """J_v v: the velocity (base axes) of the point at ``offset`` (frame axes)."""
+    A = _point_map(model, q, frame, offset)
+    return A @ frame_velocity(model, q, v, frame, reference=LOCAL_WORLD_ALIGNED)
+
+
+def _point_map(model, q, frame, offset):
+    """A (3x6) = [-[p]x  1], p = R offset: (omega, v_o) of the frame to the point's velocity."""
+    x, y, z = frame_pose(model, q, frame)[:3, :3] @ _vector(offset, 'offset')
+    return np.array([[0.0, z, -y, 1.0, 0.0, 0.0],
+                     [-z, 0.0, x, 0.0, 1.0, 0.0],
+                     [y, -x, 0.0, 0.0, 0.0, 1.0]])
 
 
 def reflected_mass(model, q, frame, direction, offset=(0.0, 0.0, 0.0)):
@@ -251,15 +265,12 @@ class SpeedScaling:
                             if p.speed > self.rest_speed])
 
     def _status(self, point, q, v):
-        J = point_jacobian(self.model, q, point.frame, point.offset)
-        velocity = J @ np.asarray(v, dtype=float)
+        velocity = point_velocity(self.model, q, v, point.frame, point.offset)
         speed = float(np.linalg.norm(velocity))
         if speed <= self.rest_speed:
             return PointStatus(point, speed, np.full(3, np.nan), math.nan, math.inf, None)
         u = velocity / speed
-        L = np.linalg.cholesky(mass_matrix(self.model, q))
-        y = np.linalg.solve(L, J.T @ u)
-        m_R = _inverse(y @ y)
+        m_R = _inverse(u @ point_mobility(self.model, q, point.frame, point.offset) @ u)
         v_max, region = min((permissible_speed(m_R, r), r.name) for r in self.regions)
         return PointStatus(point, speed, u, m_R, v_max, region)
 
@@ -282,8 +293,8 @@ class ScaledClock:
     d²q/dt² = s² q̈_d(τ) + ṡ q̇_d(τ) (chain rule), so q, q̇, q̈ stay consistent while s changes.
     """
 
-    def __init__(self, tau=0.0):
-        self.tau, self.s, self.s_dot = float(tau), 1.0, 0.0
+    def __init__(self, tau=0.0, s=1.0):
+        self.tau, self.s, self.s_dot = float(tau), float(s), 0.0
 
     def advance(self, s, dt):
         """τ += s dt; ṡ from the change of s over dt. Returns τ."""
