@@ -207,7 +207,7 @@ def reference_path(times, positions, at_rest, t):
             dq * (60 * s - 180 * s**2 + 120 * s**3) / h**2)
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=30, deadline=None, derandomize=True)
 @given(waypoint_sets)
 def test_random_waypoints_inside_the_limits_never_leave_them(waypoints):
     """Checked or scaled, the path stays inside every limit, at 20 001 independent samples.
