@@ -125,8 +125,8 @@ class EffortSamples:
             raise ValueError(f'max_spacing must be > 0 s, got {max_spacing}')
         nv, c, knots = trajectory.nv, trajectory.coefficients, trajectory.times
         rest = np.zeros((2, nv))   # the end points, held at rest
-        q, v, a, t, segment = [trajectory.positions[[0, -1]]], [rest], [rest], [knots[[0, -1]]], [
-            [-1, -1]]
+        q, v, a = [trajectory.positions[[0, -1]]], [rest], [rest]
+        t, segment = [knots[[0, -1]]], [[-1, -1]]
         for k, h in enumerate(np.diff(knots)):
             s = np.linspace(0.0, h, max(5, math.ceil(h / max_spacing) + 1))
             powers = s[:, None] ** np.arange(6)   # q(s) = powers @ c[k]
@@ -157,13 +157,13 @@ class EffortSamples:
 
 def _effort_violations(model, samples, factor):
     tau = samples.effort(factor)
-    excess = np.abs(tau) + samples.margin(tau) - model.effort_limit
+    margin = samples.margin(tau)
+    excess = np.abs(tau) + margin - model.effort_limit
     found = []
     for j in np.flatnonzero((excess > 0).any(axis=0)):
         i = excess[:, j].argmax()
         found.append(_violation(model, 'effort', j, samples.t[i] * factor, tau[i, j],
-                                model.effort_limit[j], excess[i, j] - abs(tau[i, j])
-                                + model.effort_limit[j]))
+                                model.effort_limit[j], margin[i, j]))
     return found
 
 
