@@ -25,11 +25,16 @@ from .core.algorithms.jacobians import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, Refer
 from .core.algorithms.rnea import gravity, nonlinear_effects, rnea
 from .core.algorithms.task_space import (effective_mass, inverse_task_space_inertia,
                                          task_space_inertia, translational_inertia)
+from .core.collision import (CollisionDetector, CollisionEvent, Comply, Reaction,
+                             default_thresholds, stop_reference)
 from .core.excitation import FourierTrajectory, excitation_trajectory
+from .core.feasibility import (InfeasibleTrajectory, Violation, check_trajectory,
+                               time_scaling, trajectory_violations)
 from .core.identification import identify, identify_payload
 from .core.model import Data, Model, with_payload
 from .core.regressor import BaseParameters, base_parameters, parameter_vector, regressor
 from .core.robots import robot_urdf
+from .core.setpoints import SetpointLimiter
 from .core.urdf import URDFError, load_urdf
 
 __all__ = [
@@ -40,4 +45,7 @@ __all__ = [
     'inverse_task_space_inertia', 'translational_inertia', 'effective_mass',
     'regressor', 'parameter_vector', 'base_parameters', 'BaseParameters', 'identify',
     'identify_payload', 'excitation_trajectory', 'FourierTrajectory',
+    'check_trajectory', 'trajectory_violations', 'time_scaling', 'InfeasibleTrajectory',
+    'Violation', 'SetpointLimiter', 'CollisionDetector', 'CollisionEvent', 'Reaction', 'Comply',
+    'default_thresholds', 'stop_reference',
 ]

@@ -88,20 +88,25 @@ class MomentumObserver:
         self.bias = self.residual.copy()
 
     def wrench(self, q, tau_ext, frame, reference=LOCAL_WORLD_ALIGNED, damping=1e-3):
-        """Wrench F = (moment, force) at `frame` with τ_ext = Jᵀ F, by damped least squares.
+        """Wrench at `frame` behind τ_ext (``wrench_from_torques`` with this observer's model)."""
+        return wrench_from_torques(self._model, q, tau_ext, frame, reference, damping, self._data)
 
-        F = (J Jᵀ + λ² I)⁻¹ J τ_ext with λ = damping · σ_max(J): `damping` is relative to the
-        largest singular value of J, so along each left singular vector of J the estimate is
-        scaled by σ²/(σ² + λ²); damping = 0 is the minimum-norm least-squares solution.
-        reference: LOCAL_WORLD_ALIGNED gives the wrench at the frame origin in base axes,
-        LOCAL in the frame's own axes (WORLD: at the base origin, base axes).
-        """
-        m = self._model
-        J = frame_jacobian(m, finite_joint_vector(m, q, "q"), frame, reference, self._data)
-        tau_ext = finite_joint_vector(m, tau_ext, "tau_ext")
-        if not damping >= 0:
-            raise ValueError(f"damping must be >= 0, got {damping}")
-        if damping == 0:
-            return np.linalg.lstsq(J.T, tau_ext, rcond=None)[0]
-        s2, U = np.linalg.eigh(J @ J.T)  # J Jᵀ = U diag(σ²) Uᵀ
-        return U @ ((U.T @ (J @ tau_ext)) / (s2 + damping**2 * s2[-1]))
+
+def wrench_from_torques(model, q, tau_ext, frame, reference=LOCAL_WORLD_ALIGNED, damping=1e-3,
+                        data=None):
+    """Wrench F = (moment, force) at `frame` with τ_ext = Jᵀ F, by damped least squares.
+
+    F = (J Jᵀ + λ² I)⁻¹ J τ_ext with λ = damping · σ_max(J): `damping` is relative to the
+    largest singular value of J, so along each left singular vector of J the estimate is
+    scaled by σ²/(σ² + λ²); damping = 0 is the minimum-norm least-squares solution.
+    reference: LOCAL_WORLD_ALIGNED gives the wrench at the frame origin in base axes,
+    LOCAL in the frame's own axes (WORLD: at the base origin, base axes).
+    """
+    J = frame_jacobian(model, finite_joint_vector(model, q, "q"), frame, reference, data)
+    tau_ext = finite_joint_vector(model, tau_ext, "tau_ext")
+    if not damping >= 0:
+        raise ValueError(f"damping must be >= 0, got {damping}")
+    if damping == 0:
+        return np.linalg.lstsq(J.T, tau_ext, rcond=None)[0]
+    s2, U = np.linalg.eigh(J @ J.T)  # J Jᵀ = U diag(σ²) Uᵀ
+    return U @ ((U.T @ (J @ tau_ext)) / (s2 + damping**2 * s2[-1]))

@@ -12,6 +12,11 @@ the knot values are shared by neighbouring segments. The knot values come from:
   values reproduces that cubic, so this is exactly scipy's CubicSpline.
 
 Outside [t_0, t_K-1] the trajectory holds the nearest end point at rest.
+
+Uniform time scaling by a factor s > 0 (``time_scaled``) traces the same path s times slower:
+q_s(t) = q(t / s), so q̇_s = q̇ / s and q̈_s = q̈ / s² at corresponding times. The quintic
+matching the scaled knot values is exactly q(t / s) (the interpolant is unique), and a
+positions-only trajectory scales to the same spline (its end velocities stay zero).
 """
 import bisect
 import math
@@ -74,6 +79,7 @@ class JointTrajectory:
         self._coefficients = _quintic_coefficients(
             np.diff(times), positions[:-1], velocities[:-1], accelerations[:-1],
             positions[1:], velocities[1:], accelerations[1:])
+        self._coefficients.flags.writeable = False
         self._rest = np.zeros(shape[1])
 
     @property
@@ -84,6 +90,18 @@ class JointTrajectory:
     @property
     def nv(self):
         return self.positions.shape[1]
+
+    @property
+    def coefficients(self):
+        """(K-1, 6, nv): segment k is q(t) = sum_j c[k, j] (t − t_k)^j on [t_k, t_k+1]."""
+        return self._coefficients
+
+    def time_scaled(self, factor):
+        """The same path `factor` times slower: times · s, velocities / s, accelerations / s²."""
+        if not (math.isfinite(factor) and factor > 0):
+            raise ValueError(f"time_scaled: factor must be finite and > 0, got {factor}")
+        return JointTrajectory(self.times * factor, self.positions, self.velocities / factor,
+                               self.accelerations / factor**2)
 
     def sample(self, t):
         """(q_d, v_d, a_d) at time t; holds the first/last point at rest outside the knots."""
