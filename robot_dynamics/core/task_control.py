@@ -15,6 +15,7 @@ dynamically consistent (e.g. 1 − J⁺ J) has J̄ᵀ Nᵀ ≠ 0 and lets the po
 """
 import numpy as np
 
+from ._jit import jit
 from .algorithms.jacobians import frame_bias_acceleration, frame_pose
 from .algorithms.operational_space import cutoff_value, operational_space, pose_error
 from .algorithms.rnea import gravity, nonlinear_effects
@@ -25,6 +26,17 @@ from .model import Data
 INF2 = (np.inf, np.inf)
 
 
+@jit
+def damping_kernel(Lambda, stiffness, damping_ratio):
+    """damping_matrix of a symmetric positive semidefinite Λ (6x6) and K's diagonal (6)."""
+    s, U = np.linalg.eigh(Lambda)
+    root = np.sqrt(np.maximum(s, 0.0))
+    inverse = np.where(root > 1e-12 * root.max(), 1.0 / np.maximum(root, 1e-300), 0.0)
+    S, S_pinv = (U * root) @ U.T, (U * inverse) @ U.T
+    w, V = np.linalg.eigh(S_pinv @ np.diag(stiffness) @ S_pinv)
+    return 2.0 * damping_ratio * (S @ ((V * np.sqrt(np.maximum(w, 0.0))) @ V.T) @ S)
+
+
 def damping_matrix(Lambda, stiffness, damping_ratio):
     """D = 2ζ S (S⁺ K S⁺)^{1/2} S, S = Λ^{1/2}: modal damping ratio ζ of Λ ë + D ė + K e = 0.
 
@@ -32,13 +44,10 @@ def damping_matrix(Lambda, stiffness, damping_ratio):
     K = Qᵀ diag(ω²) Q, D = 2ζ Qᵀ diag(ω) Q puts every mode at ratio ζ, also when Λ couples
     the axes; the simpler Λ^{1/2}K^{1/2} + K^{1/2}Λ^{1/2} does so only when Λ and K commute. Here
     Q = Vᵀ S for the eigenvectors V of S⁺ K S⁺; directions where Λ = 0 (cut off) get no damping.
+    ``stiffness``: K's diagonal (6).
     """
-    s, U = np.linalg.eigh(Lambda)
-    root = np.sqrt(s.clip(0.0))
-    S = (U * root) @ U.T
-    S_pinv = (U * np.where(root > 1e-12 * root.max(), 1.0 / root.clip(1e-300), 0.0)) @ U.T
-    w, V = np.linalg.eigh(S_pinv @ np.diag(stiffness) @ S_pinv)
-    return 2.0 * damping_ratio * S @ ((V * np.sqrt(w.clip(0.0))) @ V.T) @ S
+    return damping_kernel(np.ascontiguousarray(Lambda, dtype=float),
+                          np.ascontiguousarray(stiffness, dtype=float), float(damping_ratio))
 
 
 def six_vector(x, name):
@@ -94,8 +103,7 @@ class TaskSpaceLaw:
         self.stiffness, self.damping_ratio = stiffness, damping_ratio
         self.nullspace_stiffness, self.nullspace_damping = nullspace_stiffness, nullspace_damping
         self.posture, self.max_error, self.max_velocity = posture, max_error, max_velocity
-        self.singular_damping = damping_value(singular_damping)
-        self.singular_cutoff = cutoff_value(singular_cutoff)
+        self.singular_damping, self.singular_cutoff = singular_damping, singular_cutoff
         self.condition = np.nan
 
     @property
@@ -185,6 +193,22 @@ class TaskSpaceLaw:
     @max_velocity.setter
     def max_velocity(self, limits):
         self._max_velocity = limit_pair(limits, 'max_velocity')
+
+    @property
+    def singular_damping(self):
+        return self._singular_damping
+
+    @singular_damping.setter
+    def singular_damping(self, damping):
+        self._singular_damping = damping_value(damping)
+
+    @property
+    def singular_cutoff(self):
+        return self._singular_cutoff
+
+    @singular_cutoff.setter
+    def singular_cutoff(self, cutoff):
+        self._singular_cutoff = cutoff_value(cutoff)
 
     def task_terms(self, q, v, pose_d, twist_d):
         """(TaskQuantities, e, ẋ, ė) at (q, q̇), e clipped to max_error."""

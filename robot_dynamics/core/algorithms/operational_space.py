@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._jit import jit
 from ..arguments import damping_value
 from .crba import mass_matrix
 from .jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian
@@ -43,27 +44,64 @@ def cutoff_value(cutoff):
     return value
 
 
+@jit
+def robust_inverse_state(Phi, damping, cutoff, out):
+    """out = Φ⁺ of one symmetric positive semidefinite Φ (robust_inverse); returns κ(Φ)."""
+    s, U = np.linalg.eigh(Phi)
+    s_max = s[-1]
+    for i in range(len(s)):
+        for j in range(len(s)):
+            out[i, j] = 0.0
+    for r in range(len(s)):
+        if s[r] > cutoff * s_max:
+            w = 1.0 / (s[r] + damping)
+            for i in range(len(s)):
+                for j in range(len(s)):
+                    out[i, j] += w * U[i, r] * U[j, r]
+    return s_max / s[0] if s[0] > 8 * 2.220446049250313e-16 * s_max else np.inf
+
+
+@jit
+def operational_space_kernel(J, M, damping, cutoff, Lambda, J_bar, N, condition):
+    """Λ, J̄, N and κ per state of J (n, 6, nv), M (n, nv, nv); False if a Φ is singular."""
+    regular = True
+    for k in range(J.shape[0]):
+        M_inv_Jt = np.linalg.solve(M[k], np.ascontiguousarray(J[k].T))
+        Phi = J[k] @ M_inv_Jt
+        condition[k] = robust_inverse_state(0.5 * (Phi + Phi.T), damping, cutoff, Lambda[k])
+        regular &= condition[k] < 1e12 or damping > 0.0 or cutoff > 0.0
+        J_bar[k] = M_inv_Jt @ Lambda[k]
+        N[k] = -J_bar[k] @ J[k]
+        for i in range(N.shape[1]):
+            N[k, i, i] += 1.0
+    return regular
+
+
 def robust_inverse(Phi, damping=0.0, cutoff=0.0):
     """(Φ⁺, κ(Φ)) of symmetric positive semidefinite Φ = U S Uᵀ (6x6, or batched).
 
     Φ⁺ = U diag(1 / (s_i + damping) if s_i > cutoff · s_max else 0) Uᵀ: the damped inverse
-    (Φ + damping·1)⁻¹ (Nakamura & Hanafusa 1986, Chiaverini 1997) and the truncated SVD in one
-    formula. With neither, Φ must be regular (s_min > 1e-12 s_max), else ValueError.
-    κ = s_max / s_min of the undamped Φ. Φ mixes units (1/kg, 1/(kg m²), 1/(kg m)), so
-    κ and ``cutoff`` are relative to those units.
+    (Φ + damping·1)⁻¹ (Nakamura & Hanafusa 1986, Chiaverini 1997) and the truncated SVD, whose
+    Φ⁺ keeps J̄ a generalized inverse (N J̄ = 0, J N = 0) at any rank. κ = s_max / s_min of
+    the undamped Φ, inf where s_min is at rounding level; κ > 1e12 with neither damping nor
+    cutoff raises ValueError. Φ mixes units (1/kg, 1/(kg m²), 1/(kg m)): κ and ``cutoff`` are relative to them.
     """
+    Phi = np.ascontiguousarray(Phi, dtype=float)
     damping, cutoff = damping_value(damping), cutoff_value(cutoff)
-    s, U = np.linalg.eigh(Phi)
-    s_max = s[..., -1:]
-    kept = s > cutoff * s_max
-    if damping == cutoff == 0.0 and (s <= 1e-12 * s_max).any():
+    flat = Phi.reshape(-1, *Phi.shape[-2:])
+    out, condition = np.empty_like(flat), np.empty(len(flat))
+    for k in range(len(flat)):
+        condition[k] = robust_inverse_state(flat[k], damping, cutoff, out[k])
+    check_regular((condition < 1e12).all() or damping > 0.0 or cutoff > 0.0)
+    return out.reshape(Phi.shape), condition.reshape(Phi.shape[:-2])
+
+
+def check_regular(regular):
+    """The error of a singular Φ without damping or cutoff."""
+    if not regular:
         raise ValueError('J M^-1 J^T is singular here (fewer than 6 independent task '
                          'directions: a singular pose, or too few joints); pass damping > 0 '
                          'or cutoff > 0 for the singularity-robust inverse')
-    inverse = np.where(kept, 1.0 / np.where(kept, s + damping, 1.0), 0.0)
-    with np.errstate(divide='ignore'):
-        condition = np.where(s[..., 0] > 0.0, s_max[..., 0] / np.abs(s[..., 0]), np.inf)
-    return (U * inverse[..., None, :]) @ np.swapaxes(U, -1, -2), condition
 
 
 def operational_space(model, q, frame, damping=0.0, cutoff=0.0, data=None):
@@ -71,15 +109,19 @@ def operational_space(model, q, frame, damping=0.0, cutoff=0.0, data=None):
 
     Λ = robust_inverse(J M⁻¹ Jᵀ, damping, cutoff); with both zero Λ = Φ⁻¹ exactly, and a
     singular Φ raises ValueError. With damping > 0, J J̄ = Φ(Φ + damping·1)⁻¹ ≠ 1, so N is only
-    approximately a projector (J N = O(damping)).
+    approximately a projector (J N = O(damping)); with a cutoff it is exact.
     """
+    damping, cutoff = damping_value(damping), cutoff_value(cutoff)
     J = frame_jacobian(model, q, frame, LOCAL_WORLD_ALIGNED, data=data)
     M = mass_matrix(model, q, data=data)
-    M_inv_Jt = np.linalg.solve(M, np.swapaxes(J, -1, -2))
-    Lambda, condition = robust_inverse(J @ M_inv_Jt, damping, cutoff)
-    J_bar = M_inv_Jt @ Lambda
-    N = np.eye(model.nv) - J_bar @ J
-    return TaskQuantities(J, M, Lambda, J_bar, N, condition)
+    batch, nv = J.shape[:-2], model.nv
+    n = int(np.prod(batch))
+    Lambda, J_bar, N = np.empty((n, 6, 6)), np.empty((n, nv, 6)), np.empty((n, nv, nv))
+    condition = np.empty(n)
+    check_regular(operational_space_kernel(J.reshape(n, 6, nv), M.reshape(n, nv, nv), damping,
+                                           cutoff, Lambda, J_bar, N, condition))
+    return TaskQuantities(J, M, Lambda.reshape(batch + (6, 6)), J_bar.reshape(batch + (nv, 6)),
+                          N.reshape(batch + (nv, nv)), condition.reshape(batch))
 
 
 def dynamically_consistent_inverse(model, q, frame, damping=0.0, cutoff=0.0, data=None):
@@ -92,26 +134,46 @@ def null_space_projector(model, q, frame, damping=0.0, cutoff=0.0, data=None):
     return operational_space(model, q, frame, damping, cutoff, data).N
 
 
+@jit
+def rotation_log_kernel(R, out):
+    """out[k] = log(R[k]) for rotation matrices R (n, 3, 3); see rotation_log."""
+    for k in range(R.shape[0]):
+        r = R[k]
+        s = (0.5 * (r[2, 1] - r[1, 2]), 0.5 * (r[0, 2] - r[2, 0]), 0.5 * (r[1, 0] - r[0, 1]))
+        c = min(1.0, max(-1.0, 0.5 * (r[0, 0] + r[1, 1] + r[2, 2] - 1.0)))
+        sin = np.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+        theta = np.arctan2(sin, c)
+        if c >= 0.0:
+            f = theta / sin if sin > 1e-12 else 1.0 + theta * theta / 6.0
+            out[k, 0], out[k, 1], out[k, 2] = f * s[0], f * s[1], f * s[2]
+            continue
+        i = 0   # the column of B = (R + Rᵀ) / 2 − c·1 = (1 − c) â âᵀ with the largest diagonal
+        for j in range(1, 3):
+            if r[j, j] > r[i, i]:
+                i = j
+        norm, dot = 0.0, 0.0
+        for j in range(3):
+            out[k, j] = 0.5 * (r[j, i] + r[i, j]) - (c if j == i else 0.0)
+            norm += out[k, j] * out[k, j]
+            dot += out[k, j] * s[j]
+        f = theta / np.sqrt(norm) if dot >= 0.0 else -theta / np.sqrt(norm)
+        for j in range(3):
+            out[k, j] *= f
+
+
 def rotation_log(R):
-    """ω = log(R) as a rotation vector (|ω| ≤ π) of a rotation matrix (..., 3, 3) (L&P §3.2.3.3).
+    """ω = log(R) as a rotation vector (|ω| ≤ π) of rotation matrices (..., 3, 3) (L&P §3.2.3.3).
 
     θ = atan2(|s|, (tr R − 1) / 2) with s = vee(R − Rᵀ) / 2 = sin θ â; ω = θ s / sin θ for
-    θ ≤ π/2, and near π (where s vanishes) â from the symmetric part
+    θ ≤ π/2, and beyond (where s vanishes at π) â from the symmetric part
     (R + Rᵀ) / 2 − cos θ · 1 = (1 − cos θ) â âᵀ, signed along s.
     """
-    R = np.asarray(R, dtype=float)
-    s = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0],
-                        R[..., 1, 0] - R[..., 0, 1]], axis=-1)
-    c = np.clip(0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0), -1.0, 1.0)
-    sin = np.linalg.norm(s, axis=-1)
-    theta = np.arctan2(sin, c)
-    small = np.where(sin > 1e-12, theta / np.where(sin > 1e-12, sin, 1.0), 1.0 + theta ** 2 / 6)
-    B = 0.5 * (R + np.swapaxes(R, -1, -2)) - c[..., None, None] * np.eye(3)
-    k = np.argmax(np.diagonal(B, axis1=-2, axis2=-1), axis=-1)
-    column = np.take_along_axis(B, k[..., None, None], axis=-1)[..., 0]
-    axis = column / np.linalg.norm(column, axis=-1, keepdims=True).clip(1e-300)
-    axis = np.where((np.sum(axis * s, axis=-1) < 0)[..., None], -axis, axis)
-    return np.where((c < 0)[..., None], theta[..., None] * axis, small[..., None] * s)
+    R = np.ascontiguousarray(R, dtype=float)
+    if R.shape[-2:] != (3, 3):
+        raise ValueError(f'rotation_log: expected rotation matrices (..., 3, 3), got {R.shape}')
+    out = np.empty(R.shape[:-1])
+    rotation_log_kernel(R.reshape(-1, 3, 3), out.reshape(-1, 3))
+    return out
 
 
 def pose_error(T_d, T):
