@@ -34,18 +34,20 @@ LAWS = {"impedance": lambda m, **kw: CartesianImpedance(m, IMPEDANCE, **NULL, **
                                                      **kw)}
 
 
-def simulate(model, law, q, pose_d, seconds, wrench=np.zeros(6), dt=1e-3, frame=None):
-    """States (q, q̇) after each step, and the tip poses, of the closed loop."""
-    frame = frame or model.tip
+def simulate(model, law, q, pose_d, seconds, wrench=np.zeros(6), dt=1e-3):
+    """Joint positions after each step, and the final q̇, of the closed loop."""
     v = np.zeros(model.nv)
-    qs, poses = [], []
+    qs = []
     for _ in range(round(seconds / dt)):
         tau = law(q, v, pose_d) + rd.frame_jacobian(model, q, model.tip).T @ wrench
         v = v + dt * rd.forward_dynamics(model, q, v, tau)
         q = q + dt * v
         qs.append(q)
-        poses.append(rd.frame_pose(model, q, frame))
-    return np.array(qs), np.array(poses), v
+    return np.array(qs), v
+
+
+def tip_poses(model, qs, frame=None):
+    return rd.frame_pose(model, qs, frame or model.tip)
 
 
 def target(T, shift, rotvec):
@@ -60,7 +62,7 @@ def target(T, shift, rotvec):
 def test_hold_under_gravity(arm, name):
     model, q0 = arm
     T0 = rd.frame_pose(model, q0, model.tip)
-    _, poses, _ = simulate(model, LAWS[name](model), q0, T0, 1.0)
+    poses = tip_poses(model, simulate(model, LAWS[name](model), q0, T0, 1.0)[0])
     drift = np.linalg.norm(poses[:, :3, 3] - T0[:3, 3], axis=1).max()
     assert drift < 1e-4, f"tip drifted {drift * 1e3:.3f} mm"
 
@@ -72,7 +74,7 @@ def test_reach(arm, name):
     T0 = rd.frame_pose(model, q0, model.tip)
     shift = np.array([0.05, -0.04, 0.03])   # 7.1 cm
     T_d = target(T0, shift, 0.1 * np.array([0.6, 0.48, -0.64]))
-    _, poses, _ = simulate(model, LAWS[name](model), q0, T_d, 1.2)
+    poses = tip_poses(model, simulate(model, LAWS[name](model), q0, T_d, 1.2)[0])
     e = pose_error(T_d, poses[-1])
     assert np.linalg.norm(e[3:]) < 1e-3 and np.linalg.norm(e[:3]) < 2e-3, e
     beyond = (poses[:, :3, 3] - T_d[:3, 3]) @ shift / np.linalg.norm(shift)
@@ -87,7 +89,8 @@ def test_stiffness_under_a_push(arm, axis):
     wrench = np.zeros(6)
     wrench[axis] = 15.0
     law = LAWS["impedance"](model, posture=q0 + 0.1)
-    _, poses, v = simulate(model, law, q0, T0, 1.5, wrench)
+    qs, v = simulate(model, law, q0, T0, 1.5, wrench)
+    poses = tip_poses(model, qs)
     displacement = poses[-1, :3, 3] - T0[:3, 3]
     expected = 15.0 / IMPEDANCE[axis]
     assert displacement[axis - 3] == pytest.approx(expected, rel=0.05)
@@ -103,9 +106,8 @@ def test_posture_moves_the_elbow_not_the_tip(name):
     T0 = rd.frame_pose(model, q0, model.tip)
     self_motion = scipy.linalg.null_space(rd.frame_jacobian(model, q0, model.tip))[:, 0]
     law = LAWS[name](model, posture=q0 + 0.5 * self_motion)
-    _, tips, _ = simulate(model, law, q0, T0, 1.5)
-    _, elbows, _ = simulate(model, LAWS[name](model, posture=law.posture), q0, T0, 1.5,
-                            frame="panda_link4")
+    qs, _ = simulate(model, law, q0, T0, 1.5)
+    tips, elbows = tip_poses(model, qs), tip_poses(model, qs, "panda_link4")
     tip = np.linalg.norm(tips[:, :3, 3] - T0[:3, 3], axis=1).max()
     elbow = np.linalg.norm(elbows[-1, :3, 3] - rd.frame_pose(model, q0, "panda_link4")[:3, 3])
     assert tip < 5e-4 and elbow > 0.02, f"tip {tip * 1e3:.3f} mm, elbow {elbow * 1e3:.1f} mm"
@@ -130,8 +132,8 @@ def test_max_velocity():
     q0 = START["panda"]
     T0 = rd.frame_pose(model, q0, model.tip)
     law = OperationalSpace(model, SHAPED, max_velocity=(0.1, 1.0), **NULL)
-    qs, poses, _ = simulate(model, law, q0, target(T0, [0.0, 0.3, 0.0], [0, 0, 0]), 0.6)
-    speed = np.linalg.norm(np.diff(poses[:, :3, 3], axis=0), axis=1) / 1e-3
+    qs, _ = simulate(model, law, q0, target(T0, [0.0, 0.3, 0.0], [0, 0, 0]), 0.6)
+    speed = np.linalg.norm(np.diff(tip_poses(model, qs)[:, :3, 3], axis=0), axis=1) / 1e-3
     assert 0.095 < speed[-1] and speed.max() < 0.1 * 1.01, (speed[-1], speed.max())
 
 

@@ -84,7 +84,8 @@ def robust_inverse(Phi, damping=0.0, cutoff=0.0):
     (Φ + damping·1)⁻¹ (Nakamura & Hanafusa 1986, Chiaverini 1997) and the truncated SVD, whose
     Φ⁺ keeps J̄ a generalized inverse (N J̄ = 0, J N = 0) at any rank. κ = s_max / s_min of
     the undamped Φ, inf where s_min is at rounding level; κ > 1e12 with neither damping nor
-    cutoff raises ValueError. Φ mixes units (1/kg, 1/(kg m²), 1/(kg m)): κ and ``cutoff`` are relative to them.
+    cutoff raises ValueError. Φ mixes units (1/kg, 1/(kg m²), 1/(kg m)): κ and ``cutoff`` are
+    relative to them.
     """
     Phi = np.ascontiguousarray(Phi, dtype=float)
     damping, cutoff = damping_value(damping), cutoff_value(cutoff)
