@@ -80,6 +80,8 @@ def clip_norm(x, limit):
 
 def clip_twist(x, limits):
     """A 6-vector (angular, linear) with each part clipped: limits = (translation, rotation)."""
+    if np.isinf(limits).all():
+        return x
     return np.concatenate([clip_norm(x[:3], limits[1]), clip_norm(x[3:], limits[0])])
 
 
@@ -221,11 +223,11 @@ class TaskSpaceLaw:
         x_dot = ts.J @ v
         return ts, e, x_dot, twist_d - x_dot
 
-    def feedback(self, K, D, e, x_dot, twist_d):
+    def feedback(self, D, e, x_dot, twist_d):
         """K e + D ė, as D (v − ẋ) with v = ẋ_d + D⁺ K e saturated when max_velocity is set."""
         if np.isinf(self._max_velocity).all():
-            return K @ e + D @ (twist_d - x_dot)
-        v = clip_twist(twist_d + np.linalg.pinv(D) @ (K @ e), self._max_velocity)
+            return self._stiffness * e + D @ (twist_d - x_dot)
+        v = clip_twist(twist_d + np.linalg.pinv(D) @ (self._stiffness * e), self._max_velocity)
         return D @ (v - x_dot)
 
     def null_space_torque(self, ts, q, v):
@@ -271,9 +273,8 @@ class CartesianImpedance(TaskSpaceLaw):
         q, v, pose_d, twist_d, _, wrench_d = self.arguments(q, v, pose_d, twist_d, None,
                                                             wrench_d)
         ts, e, x_dot, _ = self.task_terms(q, v, pose_d, twist_d)
-        K = np.diag(self._stiffness)
         D = damping_matrix(ts.Lambda, self._stiffness, self._damping_ratio)
-        F = self.feedback(K, D, e, x_dot, twist_d) + wrench_d
+        F = self.feedback(D, e, x_dot, twist_d) + wrench_d
         bias = (nonlinear_effects(self._model, q, v, self._data) if self.coriolis_compensation
                 else gravity(self._model, q, self._data))
         return ts.J.T @ F + self.null_space_torque(ts, q, v) + bias
@@ -303,12 +304,11 @@ class OperationalSpace(TaskSpaceLaw):
         ts, e, x_dot, _ = self.task_terms(q, v, pose_d, twist_d)
         bias_acceleration = frame_bias_acceleration(self._model, q, v, self._frame,
                                                     data=self._data)
-        K = np.diag(self._stiffness)
         if self.inertia_shaping:
             D = np.diag(2.0 * self._damping_ratio * np.sqrt(self._stiffness))
-            F = ts.Lambda @ (accel_d + self.feedback(K, D, e, x_dot, twist_d) - bias_acceleration)
+            F = ts.Lambda @ (accel_d + self.feedback(D, e, x_dot, twist_d) - bias_acceleration)
         else:
             D = damping_matrix(ts.Lambda, self._stiffness, self._damping_ratio)
-            F = ts.Lambda @ (accel_d - bias_acceleration) + self.feedback(K, D, e, x_dot, twist_d)
+            F = ts.Lambda @ (accel_d - bias_acceleration) + self.feedback(D, e, x_dot, twist_d)
         return (ts.J.T @ (F + wrench_d) + nonlinear_effects(self._model, q, v, self._data)
                 + self.null_space_torque(ts, q, v))

@@ -12,6 +12,7 @@ base axes, angular first. Khatib (1987) and Lynch & Park §8.6 / §11.5:
 
 Every function takes one state q (nv,) or a batch (..., nv).
 """
+import math
 from typing import NamedTuple
 
 import numpy as np
@@ -116,7 +117,7 @@ def operational_space(model, q, frame, damping=0.0, cutoff=0.0, data=None):
     J = frame_jacobian(model, q, frame, LOCAL_WORLD_ALIGNED, data=data)
     M = mass_matrix(model, q, data=data)
     batch, nv = J.shape[:-2], model.nv
-    n = int(np.prod(batch))
+    n = math.prod(batch)
     Lambda, J_bar, N = np.empty((n, 6, 6)), np.empty((n, nv, 6)), np.empty((n, nv, nv))
     condition = np.empty(n)
     check_regular(operational_space_kernel(J.reshape(n, 6, nv), M.reshape(n, nv, nv), damping,
@@ -136,30 +137,48 @@ def null_space_projector(model, q, frame, damping=0.0, cutoff=0.0, data=None):
 
 
 @jit
+def rotation_log_state(r, out):
+    """out = log(r) of one rotation matrix r (3x3); see rotation_log."""
+    s = (0.5 * (r[2, 1] - r[1, 2]), 0.5 * (r[0, 2] - r[2, 0]), 0.5 * (r[1, 0] - r[0, 1]))
+    c = min(1.0, max(-1.0, 0.5 * (r[0, 0] + r[1, 1] + r[2, 2] - 1.0)))
+    sin = np.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
+    theta = np.arctan2(sin, c)
+    if c >= 0.0:
+        f = theta / sin if sin > 1e-12 else 1.0 + theta * theta / 6.0
+        out[0], out[1], out[2] = f * s[0], f * s[1], f * s[2]
+        return
+    i = 0   # the column of B = (R + Rᵀ) / 2 − c·1 = (1 − c) â âᵀ with the largest diagonal
+    for j in range(1, 3):
+        if r[j, j] > r[i, i]:
+            i = j
+    norm, dot = 0.0, 0.0
+    for j in range(3):
+        out[j] = 0.5 * (r[j, i] + r[i, j]) - (c if j == i else 0.0)
+        norm += out[j] * out[j]
+        dot += out[j] * s[j]
+    f = theta / np.sqrt(norm) if dot >= 0.0 else -theta / np.sqrt(norm)
+    for j in range(3):
+        out[j] *= f
+
+
+@jit
 def rotation_log_kernel(R, out):
-    """out[k] = log(R[k]) for rotation matrices R (n, 3, 3); see rotation_log."""
+    """out[k] = log(R[k]) for R (n, 3, 3)."""
     for k in range(R.shape[0]):
-        r = R[k]
-        s = (0.5 * (r[2, 1] - r[1, 2]), 0.5 * (r[0, 2] - r[2, 0]), 0.5 * (r[1, 0] - r[0, 1]))
-        c = min(1.0, max(-1.0, 0.5 * (r[0, 0] + r[1, 1] + r[2, 2] - 1.0)))
-        sin = np.sqrt(s[0] * s[0] + s[1] * s[1] + s[2] * s[2])
-        theta = np.arctan2(sin, c)
-        if c >= 0.0:
-            f = theta / sin if sin > 1e-12 else 1.0 + theta * theta / 6.0
-            out[k, 0], out[k, 1], out[k, 2] = f * s[0], f * s[1], f * s[2]
-            continue
-        i = 0   # the column of B = (R + Rᵀ) / 2 − c·1 = (1 − c) â âᵀ with the largest diagonal
-        for j in range(1, 3):
-            if r[j, j] > r[i, i]:
-                i = j
-        norm, dot = 0.0, 0.0
-        for j in range(3):
-            out[k, j] = 0.5 * (r[j, i] + r[i, j]) - (c if j == i else 0.0)
-            norm += out[k, j] * out[k, j]
-            dot += out[k, j] * s[j]
-        f = theta / np.sqrt(norm) if dot >= 0.0 else -theta / np.sqrt(norm)
-        for j in range(3):
-            out[k, j] *= f
+        rotation_log_state(R[k], out[k])
+
+
+@jit
+def pose_error_kernel(T_d, T, out):
+    """out[k] = pose_error(T_d[k], T[k]) for T_d, T (n, 4, 4)."""
+    R = np.empty((3, 3))
+    for k in range(T.shape[0]):
+        for i in range(3):
+            for j in range(3):
+                R[i, j] = (T_d[k, i, 0] * T[k, j, 0] + T_d[k, i, 1] * T[k, j, 1]
+                           + T_d[k, i, 2] * T[k, j, 2])
+            out[k, 3 + i] = T_d[k, i, 3] - T[k, i, 3]
+        rotation_log_state(R, out[k, :3])
 
 
 def rotation_log(R):
@@ -181,8 +200,12 @@ def pose_error(T_d, T):
     """e = (log(R_d Rᵀ), p_d − p) (6, angular first, base axes) from pose T to T_d (4x4, ...).
 
     R_d = exp([e_ω]) R: e_ω is the rotation from R to R_d in base axes, so that for small errors
-    ė = ẋ_d − ẋ with the LOCAL_WORLD_ALIGNED twists (ω, ṗ).
+    ė = ẋ_d − ẋ with the LOCAL_WORLD_ALIGNED twists (ω, ṗ). T_d and T broadcast.
     """
-    T_d, T = np.asarray(T_d, dtype=float), np.asarray(T, dtype=float)
-    R_err = T_d[..., :3, :3] @ np.swapaxes(T[..., :3, :3], -1, -2)
-    return np.concatenate([rotation_log(R_err), T_d[..., :3, 3] - T[..., :3, 3]], axis=-1)
+    T_d, T = np.broadcast_arrays(np.asarray(T_d, dtype=float), np.asarray(T, dtype=float))
+    if T.shape[-2:] != (4, 4):
+        raise ValueError(f'pose_error: expected 4x4 poses (..., 4, 4), got {T.shape}')
+    out = np.empty(T.shape[:-2] + (6,))
+    pose_error_kernel(np.ascontiguousarray(T_d).reshape(-1, 4, 4),
+                      np.ascontiguousarray(T).reshape(-1, 4, 4), out.reshape(-1, 6))
+    return out
