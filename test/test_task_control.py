@@ -11,9 +11,9 @@ import scipy.linalg
 from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
-from random_trees import ARMS, make_case
+from random_trees import ARMS, PinocchioReference, make_case
 from robot_dynamics.core.algorithms.operational_space import pose_error
-from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace
+from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace, damping_matrix
 
 START = {"panda": np.array([0.0, -0.4, 0.0, -2.2, 0.0, 1.8, 0.8]),
          "ur5e": np.array([0.3, -1.2, 1.4, -1.5, -1.4, 0.2])}
@@ -24,8 +24,8 @@ NULL = dict(nullspace_stiffness=20.0, nullspace_damping=4.0)
 
 @pytest.fixture(scope="module", params=ARMS, ids=["panda", "ur5e"])
 def arm(request):
-    model = make_case(request.param).load()
-    return model, START[request.param.split("/")[0]]
+    case = make_case(request.param)
+    return case.load(), START[request.param.split("/")[0]], case
 
 
 LAWS = {"impedance": lambda m, **kw: CartesianImpedance(m, IMPEDANCE, **NULL, **kw),
@@ -58,9 +58,44 @@ def target(T, shift, rotvec):
     return T_d
 
 
+def test_laws_against_pinocchio(arm):
+    """Both laws recomposed from Pinocchio's J, M, g, h and J̇q̇, scipy's log map, at a state."""
+    model, q0, case = arm
+    ref = PinocchioReference(case.xml, model.joint_names, case.base, case.gravity)
+    rng = np.random.default_rng(6)
+    q, v = q0 + rng.uniform(-0.1, 0.1, model.nv), rng.uniform(-0.5, 0.5, model.nv)
+    T_d = target(ref.frame_pose(q0, model.tip), [0.02, -0.01, 0.03], [0.1, 0.0, -0.05])
+    twist_d, accel_d, wrench_d = rng.normal(size=(3, 6))
+    posture, kn, dn = q0 - 0.1, rng.uniform(5, 10, model.nv), rng.uniform(1, 2, model.nv)
+    J, M = ref.frame_jacobian(q, model.tip, "LOCAL_WORLD_ALIGNED"), ref.mass_matrix(q)
+    Lambda = np.linalg.inv(J @ np.linalg.solve(M, J.T))
+    N = np.eye(model.nv) - np.linalg.solve(M, J.T) @ Lambda @ J
+    T = ref.frame_pose(q, model.tip)
+    e = np.concatenate([Rotation.from_matrix(T_d[:3, :3] @ T[:3, :3].T).as_rotvec(),
+                        T_d[:3, 3] - T[:3, 3]])
+    e_dot, null = twist_d - J @ v, N.T @ (kn * (posture - q) - dn * v)
+    gains = dict(nullspace_stiffness=kn, nullspace_damping=dn, posture=posture)
+    K = np.array(IMPEDANCE)
+    D = damping_matrix(Lambda, K, 0.8)
+    law = CartesianImpedance(model, K, 0.8, **gains)
+    np.testing.assert_allclose(law(q, v, T_d, twist_d, wrench_d),
+                               J.T @ (K * e + D @ e_dot + wrench_d) + null + ref.gravity(q),
+                               rtol=1e-9, atol=1e-9)
+    law.coriolis_compensation = True
+    np.testing.assert_allclose(law(q, v, T_d, twist_d, wrench_d), J.T @ (
+        K * e + D @ e_dot + wrench_d) + null + ref.nonlinear_effects(q, v), rtol=1e-9, atol=1e-9)
+    K = np.array(SHAPED)
+    a = accel_d + K * e + 2 * 0.8 * np.sqrt(K) * e_dot - ref.frame_bias_acceleration(
+        q, v, model.tip, "LOCAL_WORLD_ALIGNED")
+    np.testing.assert_allclose(OperationalSpace(model, K, 0.8, **gains)(q, v, T_d, twist_d,
+                                                                        accel_d, wrench_d),
+                               J.T @ (Lambda @ a + wrench_d) + ref.nonlinear_effects(q, v) + null,
+                               rtol=1e-9, atol=1e-9)
+
+
 @pytest.mark.parametrize("name", ["impedance", "operational_space"])
 def test_hold_under_gravity(arm, name):
-    model, q0 = arm
+    model, q0, _ = arm
     T0 = rd.frame_pose(model, q0, model.tip)
     poses = tip_poses(model, simulate(model, LAWS[name](model), q0, T0, 1.0)[0])
     drift = np.linalg.norm(poses[:, :3, 3] - T0[:3, 3], axis=1).max()
@@ -70,7 +105,7 @@ def test_hold_under_gravity(arm, name):
 @pytest.mark.parametrize("name", ["impedance", "operational_space", "unshaped"])
 def test_reach(arm, name):
     """5–10 cm and 0.1 rad away: reached within 1 mm / 2 mrad, no overshoot beyond 1 mm."""
-    model, q0 = arm
+    model, q0, _ = arm
     T0 = rd.frame_pose(model, q0, model.tip)
     shift = np.array([0.05, -0.04, 0.03])   # 7.1 cm
     T_d = target(T0, shift, 0.1 * np.array([0.6, 0.48, -0.64]))
@@ -84,7 +119,7 @@ def test_reach(arm, name):
 @pytest.mark.parametrize("axis", [3, 4, 5])
 def test_stiffness_under_a_push(arm, axis):
     """K e = −F at equilibrium, the posture law acting: displacement F/k along the pushed axis."""
-    model, q0 = arm
+    model, q0, _ = arm
     T0 = rd.frame_pose(model, q0, model.tip)
     wrench = np.zeros(6)
     wrench[axis] = 15.0
@@ -115,7 +150,7 @@ def test_posture_moves_the_elbow_not_the_tip(name):
 
 def test_max_error_clips_a_far_target(arm):
     """A target 0.5 m and 2 rad away pulls like one at max_error in the same direction."""
-    model, q0 = arm
+    model, q0, _ = arm
     T0 = rd.frame_pose(model, q0, model.tip)
     direction, axis = np.array([0.6, 0.0, 0.8]), np.array([0.0, 0.6, 0.8])
     v = np.full(model.nv, 0.1)
@@ -139,7 +174,7 @@ def test_max_velocity():
 
 def test_first_call_sets_the_posture_and_gives_gravity_at_rest(arm):
     """At rest on target: τ = g(q) (impedance), and the posture becomes the first q."""
-    model, q0 = arm
+    model, q0, _ = arm
     T0 = rd.frame_pose(model, q0, model.tip)
     law = LAWS["impedance"](model)
     assert law.posture is None
@@ -163,7 +198,7 @@ def test_first_call_sets_the_posture_and_gives_gravity_at_rest(arm):
     (dict(singular_cutoff=2), "cutoff must be"),
 ])
 def test_bad_parameters(arm, change, match):
-    model, _ = arm
+    model, _, _ = arm
     kwargs = dict(stiffness=IMPEDANCE) | change
     with pytest.raises(ValueError, match=match):
         CartesianImpedance(model, **kwargs)
@@ -174,7 +209,7 @@ def test_bad_parameters(arm, change, match):
 
 
 def test_bad_arguments(arm):
-    model, q0 = arm
+    model, q0, _ = arm
     law = LAWS["operational_space"](model)
     v, T = np.zeros(model.nv), np.eye(4)
     with pytest.raises(KeyError, match="unknown frame 'nowhere'"):
