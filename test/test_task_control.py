@@ -196,6 +196,7 @@ def test_first_call_sets_the_posture_and_gives_gravity_at_rest(arm):
     (dict(max_velocity=0.1), "max_velocity must be two numbers"),
     (dict(singular_damping=-1), "damping must be"),
     (dict(singular_cutoff=2), "cutoff must be"),
+    (dict(damping_ratio=0.0, max_velocity=(0.1, np.inf)), "max_velocity needs damping_ratio > 0"),
 ])
 def test_bad_parameters(arm, change, match):
     model, _, _ = arm
@@ -203,9 +204,9 @@ def test_bad_parameters(arm, change, match):
     with pytest.raises(ValueError, match=match):
         CartesianImpedance(model, **kwargs)
     law = OperationalSpace(model, SHAPED)
-    name, value = next(iter(change.items()))
     with pytest.raises(ValueError, match=match):
-        setattr(law, name, value)
+        for name, value in change.items():
+            setattr(law, name, value)
 
 
 def test_bad_arguments(arm):

@@ -12,6 +12,7 @@ M q̈ + h = τ + Jᵀ F and τ = Jᵀ K e + Nᵀ τ_null + g give Jᵀ (K e + F)
 Multiplying by J̄ᵀ, with J̄ᵀ Jᵀ = (J J̄)ᵀ = (J M⁻¹ Jᵀ Λ)ᵀ = 1 and J̄ᵀ Nᵀ = (N J̄)ᵀ = 0, leaves
 K e = −F whatever τ_null: the frame is displaced by K⁻¹ F. A projector that is not
 dynamically consistent (e.g. 1 − J⁺ J) has J̄ᵀ Nᵀ ≠ 0 and lets the posture push the frame.
+(J J̄ = 1 needs Λ = (J M⁻¹ Jᵀ)⁻¹: away from singularities, where the default cut-off is inactive.)
 """
 import numpy as np
 
@@ -70,6 +71,13 @@ def limit_pair(x, name):
     if not (x > 0).all():
         raise ValueError(f'{name} must be > 0 (inf: no limit), got {x}')
     return x
+
+
+def check_velocity_limit(damping_ratio, max_velocity):
+    """A velocity limit acts through D: it needs damping_ratio > 0 (else ValueError)."""
+    if damping_ratio == 0.0 and np.isfinite(max_velocity).any():
+        raise ValueError('max_velocity needs damping_ratio > 0: the limit acts through the '
+                         'damping (K e + D ė = D (v − ẋ))')
 
 
 def clip_norm(x, limit):
@@ -153,6 +161,7 @@ class TaskSpaceLaw:
             ratio = np.nan
         if not 0.0 <= ratio < np.inf:
             raise ValueError(f'damping_ratio must be a finite number >= 0, got {ratio!r}')
+        check_velocity_limit(ratio, getattr(self, '_max_velocity', INF2))
         self._damping_ratio = ratio
 
     @property
@@ -194,7 +203,9 @@ class TaskSpaceLaw:
 
     @max_velocity.setter
     def max_velocity(self, limits):
-        self._max_velocity = limit_pair(limits, 'max_velocity')
+        limits = limit_pair(limits, 'max_velocity')
+        check_velocity_limit(self._damping_ratio, limits)
+        self._max_velocity = limits
 
     @property
     def singular_damping(self):
