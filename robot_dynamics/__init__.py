@@ -22,6 +22,7 @@ from .core.algorithms.friction import joint_friction
 from .core.algorithms.jacobians import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, Reference,
                                         frame_bias_acceleration, frame_jacobian, frame_pose,
                                         frame_velocity)
+from .core.algorithms.operational_space import operational_space, pose_error
 from .core.algorithms.rnea import gravity, nonlinear_effects, rnea
 from .core.algorithms.task_space import (effective_mass, inverse_task_space_inertia,
                                          task_space_inertia, translational_inertia)
@@ -42,7 +43,8 @@ __all__ = [
     'load_urdf', 'robot_urdf', 'with_payload', 'rnea', 'gravity', 'nonlinear_effects',
     'mass_matrix', 'coriolis_matrix', 'forward_dynamics', 'joint_friction', 'frame_pose',
     'frame_jacobian', 'frame_velocity', 'frame_bias_acceleration', 'task_space_inertia',
-    'inverse_task_space_inertia', 'translational_inertia', 'effective_mass',
+    'inverse_task_space_inertia', 'translational_inertia', 'effective_mass', 'operational_space',
+    'pose_error',
     'regressor', 'parameter_vector', 'base_parameters', 'BaseParameters', 'identify',
     'identify_payload', 'excitation_trajectory', 'FourierTrajectory',
     'check_trajectory', 'trajectory_violations', 'time_scaling', 'InfeasibleTrajectory',

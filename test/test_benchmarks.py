@@ -50,3 +50,12 @@ def test_exponent_fit_and_tables():
     assert fits['rnea'] == pytest.approx(1.0) and fits['rnea_batch'] == pytest.approx(2.0)
     table = report.table(['a', 'b'], [[1, 2.5]]).splitlines()
     assert table == ['| a | b |', '|---|---|', '| 1 | 2.5 |']
+
+
+def test_control_law_table():
+    """Every control law of the per-cycle table runs and is timed (one round)."""
+    rows = suites.control_laws(1)
+    assert [r['law'] for r in rows][:2] == ['gravity compensation', 'computed torque']
+    assert {'cartesian impedance', 'operational space'} <= {r['law'] for r in rows}
+    assert all(r['us'] > 0 for r in rows)
+    assert '| cartesian impedance |' in report.control_table(rows)

@@ -1,8 +1,9 @@
 """Benchmark against Pinocchio: ``python -m robot_dynamics.benchmarks [--out DIR] [--quick]``.
 
-Prints markdown tables (one state on the Panda, batches of N states, random chains of n joints
-with fitted exponents, start-up with a cold and a warm numba cache) and writes them to
-DIR/benchmark.json with a log-log plot DIR/complexity.png (default DIR: ./benchmark_results).
+Prints markdown tables (one state on the Panda, the control laws' per-state cost, batches of N
+states, random chains of n joints with fitted exponents, start-up with a cold and a warm numba
+cache) and writes them to DIR/benchmark.json with a log-log plot DIR/complexity.png (default
+DIR: ./benchmark_results).
 
 Method: medians over rounds in which our call and Pinocchio's alternate, so that drift cancels
 in the ratios (the ratio is the median of the per-round ratios). Single-threaded code is timed
@@ -34,6 +35,10 @@ def main(argv=None):
     print(f"## One state, 7-dof Panda ({results['machine']['cpu']})\n")
     results['single'] = suites.single_state(rounds)
     print(report.single_table(results['single']), flush=True)
+
+    print('\n## Control laws, one state per call, Panda\n')
+    results['control'] = suites.control_laws(rounds)
+    print(report.control_table(results['control']), flush=True)
 
     print(f'\n## Batches of N = {states} states, Panda\n')
     results['batch'] = suites.batched(states, max(3, rounds // 4))

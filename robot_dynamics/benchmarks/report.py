@@ -18,6 +18,12 @@ def single_table(rows):
                    f"{r['ratio']:.2f}", f"≤ {r['target']:.1f}"] for r in rows])
 
 
+def control_table(rows):
+    return table(['control law', 'µs per state', 'min µs', 'vs computed torque'],
+                 [[r['law'], _us(r['us']), _us(r['min_us']), f"{r['vs_computed_torque']:.1f}x"]
+                  for r in rows])
+
+
 def batch_table(rows):
     threads = rows[0]['threads']
     return table(['function', 'N', 'ours µs/state', f'ours, {threads} threads µs/state',

@@ -168,6 +168,33 @@ def exponents(rows, smallest=8):
     return fits
 
 
+def control_laws(rounds):
+    """One state per call of each control law (a controller's per-cycle cost), Panda.
+
+    The task-space laws with a posture law in the null space, towards a target 1.7 cm away.
+    """
+    from ..core.control import ComputedTorque, GravityCompensation
+    from ..core.task_control import CartesianImpedance, OperationalSpace
+    model, _, namespace = panda()
+    rng = np.random.default_rng(2)
+    q = rng.uniform(model.lower, model.upper)
+    T_d = rd.frame_pose(model, q, PANDA[2])
+    T_d[:3, 3] += 0.01
+    null, stiffness = dict(nullspace_stiffness=10.0, nullspace_damping=2.0), [60.0] * 3 + [1e3] * 3
+    laws = [('gravity compensation', GravityCompensation(model), '(q, v)'),
+            ('computed torque', ComputedTorque(model, 100.0, 20.0), '(q, v, q, v, a)'),
+            ('cartesian impedance', CartesianImpedance(model, stiffness, **null), '(q, v, T_d)'),
+            ('operational space', OperationalSpace(model, [400.0] * 6, **null), '(q, v, T_d)'),
+            ('operational space, no inertia shaping',
+             OperationalSpace(model, stiffness, inertia_shaping=False, **null), '(q, v, T_d)')]
+    namespace.update(q=q, v=rng.uniform(-1, 1, model.nv), a=rng.uniform(-1, 1, model.nv),
+                     T_d=T_d, laws=[law for _, law, _ in laws])
+    t = interleaved({name: f'laws[{k}]{arguments}' for k, (name, _, arguments) in
+                     enumerate(laws)}, namespace, rounds)
+    return [dict(law=name, us=float(np.median(x)) * US, min_us=float(x.min()) * US,
+                 vs_computed_torque=ratio(x, t['computed torque'])) for name, x in t.items()]
+
+
 STARTUP = f"""
 import json, sys, time
 t0 = time.perf_counter()

@@ -1,0 +1,325 @@
+"""Task-space control laws as plain objects: Cartesian impedance and operational-space control.
+
+The task is the pose of one frame (default: the model's tip) in ``LOCAL_WORLD_ALIGNED``:
+twists (ω, ṗ) and wrenches (moment about the frame origin, force), base axes, angular first.
+The error e = pose_error(T_d, T) = (log(R_d Rᵀ), p_d − p) is on SO(3) x R³ (never Euler angles),
+ė = ẋ_d − J q̇. A redundant arm's remaining freedom follows a joint posture law
+τ_null = K_n (q_n − q) − D_n q̇ through the dynamically consistent Nᵀ = 1 − Jᵀ J̄ᵀ, which
+exerts no force at the frame (J̄ᵀ Nᵀ = 0); a 6-dof arm has N = 0.
+
+Stiffness at equilibrium, null space included: with q̇ = q̈ = 0 and a wrench F at the frame,
+M q̈ + h = τ + Jᵀ F and τ = Jᵀ K e + Nᵀ τ_null + g give Jᵀ (K e + F) + Nᵀ τ_null = 0.
+Multiplying by J̄ᵀ, with J̄ᵀ Jᵀ = (J J̄)ᵀ = (J M⁻¹ Jᵀ Λ)ᵀ = 1 and J̄ᵀ Nᵀ = (N J̄)ᵀ = 0, leaves
+K e = −F whatever τ_null: the frame is displaced by K⁻¹ F. A projector that is not
+dynamically consistent (e.g. 1 − J⁺ J) has J̄ᵀ Nᵀ ≠ 0 and lets the posture push the frame.
+(J J̄ = 1 needs Λ = (J M⁻¹ Jᵀ)⁻¹: away from singularities, where the default cut-off is inactive.)
+"""
+import numpy as np
+
+from ._jit import jit
+from .algorithms.jacobians import frame_bias_acceleration, frame_pose
+from .algorithms.operational_space import cutoff_value, operational_space, pose_error
+from .algorithms.rnea import gravity, nonlinear_effects
+from .arguments import damping_value
+from .control import finite_joint_vector, joint_gains, position_error
+from .model import Data
+
+INF2 = (np.inf, np.inf)
+
+
+@jit
+def damping_kernel(Lambda, stiffness, damping_ratio):
+    """damping_matrix of a symmetric positive semidefinite Λ (6x6) and K's diagonal (6)."""
+    s, U = np.linalg.eigh(Lambda)
+    root = np.sqrt(np.maximum(s, 0.0))
+    inverse = np.where(root > 1e-12 * root.max(), 1.0 / np.maximum(root, 1e-300), 0.0)
+    S, S_pinv = (U * root) @ U.T, (U * inverse) @ U.T
+    w, V = np.linalg.eigh(S_pinv @ np.diag(stiffness) @ S_pinv)
+    return 2.0 * damping_ratio * (S @ ((V * np.sqrt(np.maximum(w, 0.0))) @ V.T) @ S)
+
+
+def damping_matrix(Lambda, stiffness, damping_ratio):
+    """D = 2ζ S (S⁺ K S⁺)^{1/2} S, S = Λ^{1/2}: modal damping ratio ζ of Λ ë + D ė + K e = 0.
+
+    Double diagonalisation (Albu-Schäffer, Ott, Frese & Hirzinger, ICRA 2003): with Λ = QᵀQ and
+    K = Qᵀ diag(ω²) Q, D = 2ζ Qᵀ diag(ω) Q puts every mode at ratio ζ, also when Λ couples
+    the axes; the simpler Λ^{1/2}K^{1/2} + K^{1/2}Λ^{1/2} does so only when Λ and K commute. Here
+    Q = Vᵀ S for the eigenvectors V of S⁺ K S⁺; directions where Λ = 0 (cut off) get no damping.
+    ``stiffness``: K's diagonal (6).
+    """
+    return damping_kernel(np.ascontiguousarray(Lambda, dtype=float),
+                          np.ascontiguousarray(stiffness, dtype=float), float(damping_ratio))
+
+
+def six_vector(x, name):
+    """x as a finite float (6,) array, or a ValueError naming it."""
+    try:
+        x = np.array(x, dtype=float).reshape(6)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name} must be 6 numbers (angular first), got {x!r}') from None
+    if not np.isfinite(x).all():
+        raise ValueError(f'{name} contains NaN or Inf: {x}')
+    return x
+
+
+def limit_pair(x, name):
+    """(translation, rotation) limits as an array: two numbers > 0 (inf: no limit)."""
+    try:
+        x = np.array(x, dtype=float).reshape(2)
+    except (TypeError, ValueError):
+        raise ValueError(f'{name} must be two numbers (translation, rotation), got {x!r}') from None
+    if not (x > 0).all():
+        raise ValueError(f'{name} must be > 0 (inf: no limit), got {x}')
+    return x
+
+
+def check_velocity_limit(damping_ratio, max_velocity):
+    """A velocity limit acts through D: it needs damping_ratio > 0 (else ValueError)."""
+    if damping_ratio == 0.0 and np.isfinite(max_velocity).any():
+        raise ValueError('max_velocity needs damping_ratio > 0: the limit acts through the '
+                         'damping (K e + D ė = D (v − ẋ))')
+
+
+def clip_norm(x, limit):
+    """x scaled down to norm ``limit`` if longer."""
+    norm = np.linalg.norm(x)
+    return x * (limit / norm) if norm > limit else x
+
+
+def clip_twist(x, limits):
+    """A 6-vector (angular, linear) with each part clipped: limits = (translation, rotation)."""
+    if np.isinf(limits).all():
+        return x
+    return np.concatenate([clip_norm(x[:3], limits[1]), clip_norm(x[3:], limits[0])])
+
+
+class TaskSpaceLaw:
+    """Parameters, validation and the task-space terms both laws share (see the subclasses).
+
+    ``stiffness`` (6): K = diag(rotation ×3, translation ×3), angular first, base axes.
+    ``damping_ratio`` ζ sets D. ``nullspace_stiffness``, ``nullspace_damping``: K_n, D_n,
+    a scalar or (nv,); ``posture`` q_n (None: the q of the first call). ``max_error``
+    (translation m, rotation rad) clips |e| per part; ``max_velocity`` (m/s, rad/s) saturates the
+    velocity the spring asks for, v = ẋ_d + D⁺ K e, per part (Khatib 1987's velocity limit:
+    K e + D ė = D (v − ẋ) unsaturated). ``singular_damping`` and ``singular_cutoff`` make Λ
+    robust (robust_inverse); ``condition`` holds κ(J M⁻¹ Jᵀ) of the last call.
+    """
+
+    def __init__(self, model, stiffness, damping_ratio=1.0, frame=None, nullspace_stiffness=0.0,
+                 nullspace_damping=0.0, posture=None, max_error=INF2, max_velocity=INF2,
+                 singular_damping=0.0, singular_cutoff=1e-6):
+        self._model, self._data = model, Data(model)
+        self.frame = model.tip if frame is None else frame
+        self.stiffness, self.damping_ratio = stiffness, damping_ratio
+        self.nullspace_stiffness, self.nullspace_damping = nullspace_stiffness, nullspace_damping
+        self.posture, self.max_error, self.max_velocity = posture, max_error, max_velocity
+        self.singular_damping, self.singular_cutoff = singular_damping, singular_cutoff
+        self.condition = np.nan
+
+    @property
+    def model(self):
+        return self._model
+
+    @model.setter
+    def model(self, model):
+        if model.nv != self._model.nv:
+            raise ValueError(f'model: expected nv = {self._model.nv}, got {model.nv}')
+        model.frame_index(self._frame)
+        self._model, self._data = model, Data(model)
+
+    @property
+    def frame(self):
+        return self._frame
+
+    @frame.setter
+    def frame(self, frame):
+        if frame is None:
+            raise ValueError('frame: the model has no tip; name the task frame')
+        self._model.frame_index(frame)   # KeyError listing the known frames
+        self._frame = frame
+
+    @property
+    def stiffness(self):
+        return self._stiffness
+
+    @stiffness.setter
+    def stiffness(self, stiffness):
+        stiffness = six_vector(stiffness, 'stiffness')
+        if (stiffness < 0).any():
+            raise ValueError(f'stiffness must be >= 0, got {stiffness}')
+        self._stiffness = stiffness
+
+    @property
+    def damping_ratio(self):
+        return self._damping_ratio
+
+    @damping_ratio.setter
+    def damping_ratio(self, ratio):
+        try:
+            ratio = float(ratio)
+        except (TypeError, ValueError):
+            ratio = np.nan
+        if not 0.0 <= ratio < np.inf:
+            raise ValueError(f'damping_ratio must be a finite number >= 0, got {ratio!r}')
+        check_velocity_limit(ratio, getattr(self, '_max_velocity', INF2))
+        self._damping_ratio = ratio
+
+    @property
+    def nullspace_stiffness(self):
+        return self._kn
+
+    @nullspace_stiffness.setter
+    def nullspace_stiffness(self, kn):
+        self._kn = joint_gains(self._model, kn, 'nullspace_stiffness')
+
+    @property
+    def nullspace_damping(self):
+        return self._dn
+
+    @nullspace_damping.setter
+    def nullspace_damping(self, dn):
+        self._dn = joint_gains(self._model, dn, 'nullspace_damping')
+
+    @property
+    def posture(self):
+        return self._posture
+
+    @posture.setter
+    def posture(self, q_n):
+        self._posture = None if q_n is None else finite_joint_vector(self._model, q_n,
+                                                                     'posture').copy()
+
+    @property
+    def max_error(self):
+        return self._max_error
+
+    @max_error.setter
+    def max_error(self, limits):
+        self._max_error = limit_pair(limits, 'max_error')
+
+    @property
+    def max_velocity(self):
+        return self._max_velocity
+
+    @max_velocity.setter
+    def max_velocity(self, limits):
+        limits = limit_pair(limits, 'max_velocity')
+        check_velocity_limit(self._damping_ratio, limits)
+        self._max_velocity = limits
+
+    @property
+    def singular_damping(self):
+        return self._singular_damping
+
+    @singular_damping.setter
+    def singular_damping(self, damping):
+        self._singular_damping = damping_value(damping)
+
+    @property
+    def singular_cutoff(self):
+        return self._singular_cutoff
+
+    @singular_cutoff.setter
+    def singular_cutoff(self, cutoff):
+        self._singular_cutoff = cutoff_value(cutoff)
+
+    def task_terms(self, q, v, pose_d, twist_d):
+        """(TaskQuantities, e, ẋ, ė) at (q, q̇), e clipped to max_error."""
+        m = self._model
+        ts = operational_space(m, q, self._frame, self.singular_damping, self.singular_cutoff,
+                               self._data)
+        self.condition = float(ts.condition)
+        e = clip_twist(pose_error(pose_d, frame_pose(m, q, self._frame, self._data)),
+                       self._max_error)
+        x_dot = ts.J @ v
+        return ts, e, x_dot, twist_d - x_dot
+
+    def feedback(self, D, e, x_dot, twist_d):
+        """K e + D ė, as D (v − ẋ) with v = ẋ_d + D⁺ K e saturated when max_velocity is set."""
+        if np.isinf(self._max_velocity).all():
+            return self._stiffness * e + D @ (twist_d - x_dot)
+        v = clip_twist(twist_d + np.linalg.pinv(D) @ (self._stiffness * e), self._max_velocity)
+        return D @ (v - x_dot)
+
+    def null_space_torque(self, ts, q, v):
+        """Nᵀ τ_null, τ_null = K_n (q_n − q) − D_n q̇."""
+        if self._posture is None:
+            self._posture = q.copy()
+        tau = self._kn * position_error(self._model, self._posture, q) - self._dn * v
+        return ts.N.T @ tau
+
+    def arguments(self, q, v, pose_d, twist_d, accel_d, wrench_d):
+        """The call's arguments checked: q, q̇ (nv,), T_d 4x4 (a rotation), 6-vectors."""
+        m = self._model
+        q, v = finite_joint_vector(m, q, 'q'), finite_joint_vector(m, v, 'v')
+        T = np.asarray(pose_d, dtype=float)
+        if T.shape != (4, 4) or not np.isfinite(T).all():
+            raise ValueError(f'pose_d must be a finite 4x4 pose, got {pose_d!r}')
+        R = T[:3, :3]
+        if np.abs(R.T @ R - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
+            raise ValueError(f'pose_d: the upper-left 3x3 is not a rotation matrix:\n{R}')
+        zero = np.zeros(6)
+        return (q, v, T, *(zero if x is None else six_vector(x, name) for x, name in
+                           ((twist_d, 'twist_d'), (accel_d, 'accel_d'), (wrench_d, 'wrench_d'))))
+
+
+class CartesianImpedance(TaskSpaceLaw):
+    """τ = Jᵀ (K e + D ė + F_d) + Nᵀ τ_null + g(q): a spring-damper at the frame (Hogan 1985).
+
+    K in N·m/rad (×3) and N/m (×3); D = damping_matrix(Λ, K, ζ), Albu-Schäffer's double
+    diagonalisation against the singularity-robust Λ (exact modal ratio ζ with coupled Λ).
+    The C q̇ term: left out by default, so that the closed loop
+    M q̈ + C q̇ = Jᵀ (K e + D ė) + Nᵀ τ_null is passive (Ṁ − 2C skew; Ott 2008, §3.2) and the
+    arm feels like the spring-damper also while moving; ``coriolis_compensation`` adds
+    C q̇ + τ_f (τ = ... + nonlinear_effects instead of g).
+    """
+
+    def __init__(self, model, stiffness, damping_ratio=1.0, coriolis_compensation=False,
+                 **kwargs):
+        super().__init__(model, stiffness, damping_ratio, **kwargs)
+        self.coriolis_compensation = bool(coriolis_compensation)
+
+    def __call__(self, q, v, pose_d, twist_d=None, wrench_d=None):
+        """τ of the state (q, q̇) towards T_d (4x4 in the base frame), ẋ_d and F_d (6)."""
+        q, v, pose_d, twist_d, _, wrench_d = self.arguments(q, v, pose_d, twist_d, None,
+                                                            wrench_d)
+        ts, e, x_dot, _ = self.task_terms(q, v, pose_d, twist_d)
+        D = damping_matrix(ts.Lambda, self._stiffness, self._damping_ratio)
+        F = self.feedback(D, e, x_dot, twist_d) + wrench_d
+        bias = (nonlinear_effects(self._model, q, v, self._data) if self.coriolis_compensation
+                else gravity(self._model, q, self._data))
+        return ts.J.T @ F + self.null_space_torque(ts, q, v) + bias
+
+
+class OperationalSpace(TaskSpaceLaw):
+    """τ = Jᵀ (Λ (ẍ_d + K e + D ė − J̇q̇) + F_d) + h + Nᵀ τ_null (Khatib 1987; L&P §11.5).
+
+    h = C q̇ + g + τ_f = nonlinear_effects. Khatib's μ + p = J̄ᵀ h − Λ J̇q̇, and
+    Jᵀ (μ + p) + Nᵀ h = h because Jᵀ J̄ᵀ + Nᵀ = 1: h is compensated in the null space too, so
+    that τ_null need not hold the posture against gravity. With an exact model and J J̄ = 1,
+    J M⁻¹ Nᵀ = 0 and the frame obeys ë + D ė + K e = 0: K in 1/s², D = 2ζ √K per axis.
+
+    Without ``inertia_shaping``: τ = Jᵀ (Λ (ẍ_d − J̇q̇) + K e + D ė + F_d) + h + Nᵀ τ_null,
+    the frame keeps its own inertia, Λ ë + D ė + K e = 0, K in N/m and N·m/rad and D from
+    damping_matrix as in CartesianImpedance.
+    """
+
+    def __init__(self, model, stiffness, damping_ratio=1.0, inertia_shaping=True, **kwargs):
+        super().__init__(model, stiffness, damping_ratio, **kwargs)
+        self.inertia_shaping = bool(inertia_shaping)
+
+    def __call__(self, q, v, pose_d, twist_d=None, accel_d=None, wrench_d=None):
+        """τ of (q, q̇) tracking T_d (4x4, base frame), ẋ_d, ẍ_d (classical) and F_d (6)."""
+        q, v, pose_d, twist_d, accel_d, wrench_d = self.arguments(q, v, pose_d, twist_d, accel_d,
+                                                                  wrench_d)
+        ts, e, x_dot, _ = self.task_terms(q, v, pose_d, twist_d)
+        bias_acceleration = frame_bias_acceleration(self._model, q, v, self._frame,
+                                                    data=self._data)
+        if self.inertia_shaping:
+            D = np.diag(2.0 * self._damping_ratio * np.sqrt(self._stiffness))
+            F = ts.Lambda @ (accel_d + self.feedback(D, e, x_dot, twist_d) - bias_acceleration)
+        else:
+            D = damping_matrix(ts.Lambda, self._stiffness, self._damping_ratio)
+            F = ts.Lambda @ (accel_d - bias_acceleration) + self.feedback(D, e, x_dot, twist_d)
+        return (ts.J.T @ (F + wrench_d) + nonlinear_effects(self._model, q, v, self._data)
+                + self.null_space_torque(ts, q, v))
