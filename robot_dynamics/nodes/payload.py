@@ -28,8 +28,10 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool
 
 import robot_dynamics as rd
+from robot_dynamics.core.spatial import inertia_from_urdf, inertia_to_urdf
 
-from .common import BadInput, JointStateReader, Param
+from .joint_states import BadInput, JointStateReader
+from .parameters import Param
 
 PARAMS = (
     Param('payload_identification.samples', 2000, 'integer', '~/identify_payload fits the last '
@@ -64,12 +66,12 @@ def payload_parameters(model, msg):
     """InertiaStamped -> {payload.*: value} in the tip frame (BadInput for another frame)."""
     i = msg.inertia
     com = np.array([i.com.x, i.com.y, i.com.z])
-    inertia = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]])
+    inertia = inertia_from_urdf((i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz))
     if msg.header.frame_id not in ('', model.tip):
         R, p = tip_placement(model, msg.header.frame_id)
         com, inertia = R @ com + p, R @ inertia @ R.T
     return {'payload.mass': float(i.m), 'payload.com': com.tolist(),
-            'payload.inertia': inertia[[0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]].tolist()}
+            'payload.inertia': inertia_to_urdf(inertia).tolist()}
 
 
 def set_payload(node, values):
