@@ -23,7 +23,8 @@ import numpy as np
 
 from .algorithms.friction import joint_friction
 from .algorithms.rnea import gravity, rnea
-from .regressor import base_parameters, parameter_map, parameter_vector, regressor, skew
+from .regressor import base_parameters, parameter_map, parameter_vector, regressor
+from .spatial import inertia_from_standard, skew
 
 
 # ---- offline filtering and differentiation ----
@@ -69,10 +70,8 @@ def physical_consistency(theta_body, tol=0.0):
 
 def inertia_about_com(theta_body):
     """I_c = I + [h][h] / m (3x3), the rotational inertia about the centre of mass (m > 0)."""
-    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = theta_body[4:10]
-    H = skew(np.asarray(theta_body[1:4], dtype=float))
-    inertia = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
-    return inertia + H @ H / theta_body[0]
+    H = skew(theta_body[1:4])
+    return inertia_from_standard(theta_body[4:10]) + H @ H / theta_body[0]
 
 
 def pseudo_inertia(theta_body):
@@ -83,8 +82,7 @@ def pseudo_inertia(theta_body):
     density (Wensing, Kim and Slotine, "Linear matrix inequalities for physically consistent
     inertial parameter identification", IEEE RA-L 2017).
     """
-    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = theta_body[4:10]
-    inertia = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
+    inertia = inertia_from_standard(theta_body[4:10])
     J = np.empty((4, 4))
     J[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
     J[:3, 3] = J[3, :3] = theta_body[1:4]

@@ -22,7 +22,8 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics.core.algorithms.friction import smooth_sign
 from robot_dynamics.core.identification import differentiate, inertia_about_com, lowpass
-from robot_dynamics.core.regressor import (INERTIAL_NAMES, JOINT_COLUMNS, parameter_map,
+from robot_dynamics.core.model import JOINT_TERMS
+from robot_dynamics.core.regressor import (INERTIAL_NAMES, parameter_map,
                                            parameter_names)
 
 MIN_SPEED = 0.05     # rad/s (m/s): RMS velocity below which a joint counts as not moving
@@ -185,7 +186,7 @@ def settle_joint_terms(fit, model, s):
     Negligible: its torque is below 1e-3 of the joint's torque (RMS over the samples).
     """
     std, zeroed = dict(zip(fit.names, fit.std)), []
-    for kind, column in zip(JOINT_COLUMNS, (s.v, s.sign, s.a)):
+    for kind, column in zip(JOINT_TERMS, (s.v, s.sign, s.a)):
         values = getattr(fit, kind)
         negligible = 1e-3 * rms(s.tau) / np.maximum(rms(column), 1e-300)
         for i, joint in enumerate(model.joint_names if values is not None else ()):
