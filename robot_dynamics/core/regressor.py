@@ -47,12 +47,13 @@ INERTIAL_NAMES = ('m', 'mx', 'my', 'mz', 'Ixx', 'Iyy', 'Izz', 'Ixy', 'Ixz', 'Iyz
 CHUNK = 1024   # states per vectorised pass
 
 
-def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False):
+def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False, sign=None):
     """Y with τ = Y θ: shape (nv, 10 nb + extra) for one state, (N, nv, ...) for (N, nv) input.
 
     ``viscous``, ``coulomb``, ``armature``: append nv columns each, q̇_i, tanh(q̇_i / ε) and q̈_i
     on row i, in that order (module docstring), ε = ``model.coulomb_velocity``. θ is
-    ``parameter_vector(model, ...)``.
+    ``parameter_vector(model, ...)``. ``sign``: the Coulomb columns' tanh(q̇ / ε), shaped as q,
+    if computed already (e.g. low-pass filtered as the torques: parallel filtering).
     """
     q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
     single = q.ndim == 1
@@ -65,8 +66,9 @@ def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False):
         Y[k:k + CHUNK] = _inertial_regressor(model, q[k:k + CHUNK], v[k:k + CHUNK],
                                              a[k:k + CHUNK])
     columns = [Y]
-    for flag, x in zip((viscous, coulomb, armature),
-                       (v, smooth_sign(v, model.coulomb_velocity) if coulomb else None, a)):
+    if coulomb:
+        sign = smooth_sign(v, model.coulomb_velocity) if sign is None else np.atleast_2d(sign)
+    for flag, x in zip((viscous, coulomb, armature), (v, sign, a)):
         if flag:
             columns.append(np.eye(model.nv) * x[:, None, :])   # row i: x_i in column i
     Y = np.concatenate(columns, axis=2)

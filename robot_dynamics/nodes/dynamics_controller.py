@@ -203,7 +203,7 @@ class DynamicsController(ArmNode):
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.create_timer(0.02, self.check_stale)
         self.payload_topic = payload.subscribe(self)
-        self.identification = payload.Identification(self)
+        self.identification = payload.PayloadService(self)
         self.load_model()
 
     # -- configuration -------------------------------------------------------------------------
