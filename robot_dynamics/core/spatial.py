@@ -268,10 +268,12 @@ def inertia_to_standard(J):
     return J[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]]
 
 
+URDF_ORDER = (0, 3, 5, 1, 2, 4)   # the standard order's (Ixx, Iyy, ...) places in the URDF's
+
+
 def inertia_from_urdf(six):
     """3x3 inertia of (ixx, ixy, ixz, iyy, iyz, izz), the URDF's order."""
-    ixx, ixy, ixz, iyy, iyz, izz = six
-    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]], dtype=float)
+    return inertia_from_standard(np.asarray(six, dtype=float)[list(URDF_ORDER)])
 
 
 def inertia_to_urdf(J):
