@@ -16,7 +16,7 @@ from random_trees import (ARMS, TREES, assert_close, derivative, joint_terms, ma
                           random_state, random_urdf)
 from robot_dynamics.core.algorithms import threaded
 from robot_dynamics.core.model import COULOMB_VELOCITY
-from robot_dynamics.core.regressor import COULOMB_EPS
+from robot_dynamics.core.model import COULOMB_VELOCITY as COULOMB_EPS
 from test_core_identities import check_mass_matrix_columns, potential_energy
 
 EXACT, FD = 1e-9, 1e-8

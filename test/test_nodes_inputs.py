@@ -20,7 +20,7 @@ from std_msgs.msg import Float64MultiArray, String
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.common import DESCRIPTION_QOS
+from robot_dynamics.nodes.joint_states import DESCRIPTION_QOS
 from ros_harness import session, to_time
 
 CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))

@@ -14,7 +14,8 @@ import robot_dynamics as rd
 from random_trees import (ARMS, MORE_ARMS, TREES, PinocchioReference, assert_close, joint_terms,
                           make_case, random_state)
 from robot_dynamics.core import regressor as regressor_module
-from robot_dynamics.core.regressor import (COULOMB_EPS, base_parameters, parameter_names,
+from robot_dynamics.core.model import COULOMB_VELOCITY as COULOMB_EPS
+from robot_dynamics.core.regressor import (base_parameters, parameter_names,
                                            parameter_vector, regressor)
 
 EXACT = 1e-10

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.common import MODEL_PARAMS, ArmBuilder
+from robot_dynamics.nodes.arm import ArmBuilder
+from robot_dynamics.nodes.parameters import MODEL_PARAMS
 from robot_dynamics.tools import fit, recording
 
 BASE, TIP = 'panda_link0', 'panda_hand_tcp'
@@ -75,7 +76,7 @@ def node_parameters(document, node):
 
 
 def accepted_by_the_nodes(document, urdf):
-    """The nodes' configuration code (common.ArmBuilder) builds its Arm from the parameters."""
+    """The nodes' configuration code (nodes.arm.ArmBuilder) builds its Arm from the parameters."""
     for node in fit.NODES:
         given = node_parameters(document, node)
         values = {p.name: p.default for p in MODEL_PARAMS}

@@ -6,8 +6,8 @@ only: it is imported inside the functions.
 """
 import numpy as np
 
-from ..core.model import PRISMATIC
-from ..core.spatial import homogeneous, inertia_matrix
+from ..core.layout import PRISMATIC
+from ..core.spatial import adjoint, inertia_matrix, joint_motion
 
 
 def random_chain_urdf(n, seed=0):
@@ -55,18 +55,6 @@ def pinocchio_model(xml, model):
     return reduced, reduced.createData(), order
 
 
-def _rotation(axis, angle):
-    K = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
-    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
-
-
-def _adjoint(T):
-    """Ad_T = [[R, 0], [[p] R, R]] (angular first, L&P eq. 3.83)."""
-    R, p = T[:3, :3], T[:3, 3]
-    P = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
-    return np.block([[R, np.zeros((3, 3))], [P @ R, R]])
-
-
 def _block_diagonal(blocks):
     n, (r, c) = len(blocks), blocks[0].shape
     out = np.zeros((n * r, n * c))
@@ -76,7 +64,7 @@ def _block_diagonal(blocks):
 
 
 def closed_form_mass_matrix(model, q):
-    """M(q) = A^T L^T G L A with dense 6n x 6n matrices (L&P §8.4; eq. 9.82 of the seed chapter).
+    """M(q) = A^T L^T G L A with dense 6n x 6n matrices (L&P §8.4, the dynamics in closed form).
 
     A stacks the joint screws A_i (body frames) block-diagonally, G the spatial inertias, and
     block (i, j) of L is Ad_{T_ij} = Ad_{T_i}^{-1} Ad_{T_j} for j an ancestor of i (or i), T_i
@@ -86,9 +74,7 @@ def closed_form_mass_matrix(model, q):
     n = model.nv
     T = []
     for i in range(n):
-        axis = model.joint_axis[i]
-        motion = (homogeneous(np.eye(3), axis * q[i]) if model.joint_type[i] == PRISMATIC
-                  else homogeneous(_rotation(axis, q[i]), np.zeros(3)))
+        motion = joint_motion(model.joint_type[i], model.joint_axis[i], q[i])
         parent = T[model.parent[i]] if model.parent[i] >= 0 else np.eye(4)
         T.append(parent @ model.joint_placement[i] @ motion)
     ancestors = np.eye(n)
@@ -97,8 +83,8 @@ def closed_form_mass_matrix(model, q):
         while j >= 0:
             ancestors[i, j] = 1.0
             j = model.parent[j]
-    L = (_block_diagonal([_adjoint(np.linalg.inv(T_i)) for T_i in T])
-         @ np.kron(ancestors, np.eye(6)) @ _block_diagonal([_adjoint(T_i) for T_i in T]))
+    L = (_block_diagonal([adjoint(np.linalg.inv(T_i)) for T_i in T])
+         @ np.kron(ancestors, np.eye(6)) @ _block_diagonal([adjoint(T_i) for T_i in T]))
     screws = [np.r_[np.zeros(3), a] if kind == PRISMATIC else np.r_[a, np.zeros(3)]
               for a, kind in zip(model.joint_axis, model.joint_type)]
     A = _block_diagonal([screw[:, None] for screw in screws])   # (6n, n)

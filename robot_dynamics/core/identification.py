@@ -22,8 +22,10 @@ import dataclasses
 import numpy as np
 
 from .algorithms.friction import joint_friction
+from .algorithms.jacobians import frame_pose
 from .algorithms.rnea import gravity, rnea
-from .regressor import base_parameters, parameter_map, parameter_vector, regressor, skew
+from .regressor import base_parameters, parameter_map, parameter_vector, regressor
+from .spatial import inertia_from_standard, skew
 
 
 # ---- offline filtering and differentiation ----
@@ -69,10 +71,8 @@ def physical_consistency(theta_body, tol=0.0):
 
 def inertia_about_com(theta_body):
     """I_c = I + [h][h] / m (3x3), the rotational inertia about the centre of mass (m > 0)."""
-    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = theta_body[4:10]
-    H = skew(np.asarray(theta_body[1:4], dtype=float))
-    inertia = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
-    return inertia + H @ H / theta_body[0]
+    H = skew(theta_body[1:4])
+    return inertia_from_standard(theta_body[4:10]) + H @ H / theta_body[0]
 
 
 def pseudo_inertia(theta_body):
@@ -83,8 +83,7 @@ def pseudo_inertia(theta_body):
     density (Wensing, Kim and Slotine, "Linear matrix inequalities for physically consistent
     inertial parameter identification", IEEE RA-L 2017).
     """
-    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = theta_body[4:10]
-    inertia = np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]])
+    inertia = inertia_from_standard(theta_body[4:10])
     J = np.empty((4, 4))
     J[:3, :3] = 0.5 * np.trace(inertia) * np.eye(3) - inertia
     J[:3, 3] = J[3, :3] = theta_body[1:4]
@@ -289,8 +288,8 @@ def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, 
     Yb = base.regressor(model, q, v, a) if Y is None else _base_columns(Y, base, tau.shape)
     tau_to_fit = tau - known_joint_torques(model, v, a, flags)
     sigma = noise_weights(Yb, tau_to_fit, noise_std, base.count)
-    theta_base, std_base, residual_rms, condition = _weighted_fit(Yb, tau_to_fit, sigma,
-                                                                  base.count)
+    theta_base, std_base, residual_rms, condition = weighted_fit(Yb, tau_to_fit, sigma,
+                                                                 base.count)
     theta, notes = full_parameters(model, base.P, theta_base, flags, physical)
     fitted, terms, negative = identified_model(model, theta, flags)
     return Identification(base, theta_base, std_base, theta, fitted, **terms,
@@ -313,7 +312,7 @@ def noise_weights(Yb, tau, noise_std, count):
         if noise_std != 'estimate':
             raise ValueError(f"noise_std must be None, per-joint values or 'estimate', "
                              f"got {noise_std!r}")
-        rms = _weighted_fit(Yb, tau, np.ones(nv), count)[2]
+        rms = weighted_fit(Yb, tau, np.ones(nv), count)[2]
         return np.maximum(rms, 1e-9 * rms.max() + 1e-300)
     return np.ones(nv) if noise_std is None else np.broadcast_to(
         np.asarray(noise_std, dtype=float), (nv,))
@@ -356,23 +355,73 @@ def _base_columns(Y, base, shape):
     return Y[..., base.independent]
 
 
-def _weighted_fit(Y, tau, sigma, r):
-    """θ minimising Σ |(τ_k - Y_k θ) / σ|².
+def weighted_fit(Y, tau, sigma, r=None):
+    """θ minimising Σ |(τ_k - Y_k θ) / σ|², Y (N, nv, p), τ (N, nv), σ (nv,) per joint.
 
-    Also its std (from the weighted residual variance), the residual RMS per joint and the
-    condition number of the weighted regressor.
+    Also its std (from the weighted residual variance over N nv - r degrees of freedom, r
+    default p), the residual RMS per joint and the condition number of the weighted regressor.
+    Solved by the SVD of the weighted regressor with unit-norm columns (parameters of different
+    units); an unexcited direction (singular value below round-off) is left out, as lstsq does.
     """
     W = (Y / sigma[:, None]).reshape(-1, Y.shape[-1])
-    t = (tau / sigma).ravel()
-    theta, *_ = np.linalg.lstsq(W, t, rcond=None)
+    norms = np.linalg.norm(W, axis=0)
+    norms = np.where(norms > 0.0, norms, 1.0)
+    U, singular, Vt = np.linalg.svd(W / norms, full_matrices=False)
+    keep = singular > np.finfo(float).eps * max(W.shape) * singular[0]
+    V = Vt[keep].T / singular[keep]
+    theta = V @ (U[:, keep].T @ (tau / sigma).ravel()) / norms
     residual = tau - Y @ theta
-    s2 = np.sum((residual / sigma) ** 2) / max(W.shape[0] - r, 1)
-    singular = np.linalg.svd(W, compute_uv=False)
-    covariance = s2 * np.linalg.pinv(W.T @ W)   # pinv: an unexcited direction is not an error
+    s2 = np.sum((residual / sigma) ** 2) / max(W.shape[0] - (W.shape[1] if r is None else r), 1)
+    unscaled = np.linalg.svd(W, compute_uv=False)
     with np.errstate(divide='ignore'):
-        condition = float(singular[0] / singular[-1])
-    return (theta, np.sqrt(np.diag(covariance)), np.sqrt(np.mean(residual ** 2, axis=0)),
+        condition = float(unscaled[0] / unscaled[-1])
+    return (theta, np.sqrt(s2 * (V ** 2).sum(1)) / norms, np.sqrt(np.mean(residual ** 2, axis=0)),
             condition)
+
+
+@dataclasses.dataclass
+class Conditioning:
+    """How well a motion excites the parameters of a regressor (``conditioning``).
+
+    ``condition_number`` of the regressor with unit-norm columns; ``unexcited`` the parameters
+    whose column is zero; ``weak`` those with a share above WEAK_SHARE of a direction whose
+    singular value is below σ_max / ``max_condition``: what the motion does not determine.
+    """
+
+    condition_number: float
+    unexcited: list
+    weak: list
+    max_condition: float
+
+    @property
+    def well_conditioned(self):
+        """No unexcited parameter and a condition number within max_condition."""
+        return not self.unexcited and self.condition_number <= self.max_condition
+
+
+WEAK_SHARE = 0.3   # a parameter's share of a weak direction that names it
+
+
+def conditioning(Y, names, max_condition=1e3, sigma=None):
+    """The ``Conditioning`` of Y (N, nv, p) (rows of joint i divided by σ_i if given).
+
+    Columns are scaled to unit norm, so that the condition number compares parameters of
+    different units; the right singular vectors of the small singular values name the weakly
+    excited parameters (their entries above WEAK_SHARE).
+    """
+    Y = np.asarray(Y, dtype=float)
+    if sigma is not None:
+        Y = Y / sigma[:, None]
+    A = Y.reshape(-1, Y.shape[-1])
+    norms = np.linalg.norm(A, axis=0)
+    unexcited = [n for n, x in zip(names, norms) if not x > 1e-8 * norms.max()]
+    if unexcited:
+        return Conditioning(np.inf, unexcited, [], max_condition)
+    _, singular, Vt = np.linalg.svd(A / norms, full_matrices=False)
+    condition = singular[0] / singular[-1]
+    weak = Vt[singular < singular[0] / max_condition]
+    named = [n for n, w in zip(names, np.abs(weak).max(0, initial=0.0)) if w > WEAK_SHARE]
+    return Conditioning(float(condition), [], named, max_condition)
 
 
 # ---- payload ----
@@ -424,11 +473,56 @@ def identify_payload(model, q, tau, v=None, a=None, frame=None, inertia=None, no
         residual = tau - rnea(model, q, v, a)
     inertia = (not static) if inertia is None else inertia
     columns = 10 if inertia else 4
-    Y = regressor(model, q, v, a)[..., 10 * body:10 * body + 10] @ parameter_map(
-        model.frame_placement[f])[:, :columns]
-    sigma = np.ones(model.nv) if noise_std is None else np.broadcast_to(
-        np.asarray(noise_std, dtype=float), (model.nv,))
-    theta, _, rms, condition = _weighted_fit(Y, residual, sigma, columns)
+    Y = payload_regressor(model, regressor(model, q, v, a), frame, inertia)
+    sigma = noise_weights(Y, residual, noise_std, columns)
+    theta, _, rms, condition = weighted_fit(Y, residual, sigma, columns)
     mass = theta[0]
     inertia_com = inertia_about_com(theta) if inertia else np.zeros((3, 3))
     return PayloadEstimate(float(mass), theta[1:4] / mass, inertia_com, frame, rms, condition)
+
+
+def payload_regressor(model, Y, frame, inertia=True):
+    """The columns of a rigid payload at ``frame``: Y_j T, (..., nv, 10) or (..., nv, 4).
+
+    Y: the model's regressor (inertial columns first); Y_j its block of the frame's body j, and
+    T = ``parameter_map`` of the frame's placement, so that Y_j T θ_p is the payload's torque for
+    its standard parameters θ_p about the frame, in frame axes: (m, m c) and, with ``inertia``,
+    the six inertias too.
+    """
+    f = model.frame_index(frame)
+    body = model.frame_body[f]
+    return Y[..., 10 * body:10 * body + 10] @ parameter_map(
+        model.frame_placement[f])[:, :10 if inertia else 4]
+
+
+def static_poses(q, tolerance):
+    """Index of the pose of each still sample q (rows): a new pose beyond ``tolerance``.
+
+    A sample farther than ``tolerance`` (max over the joints) from the first sample of the
+    current pose starts the next pose.
+    """
+    labels, first = np.empty(len(q), dtype=int), None
+    for k, qk in enumerate(q):
+        if first is None or np.abs(qk - q[first]).max() > tolerance:
+            first = k
+            labels[k] = labels[k - 1] + 1 if k else 0
+        else:
+            labels[k] = labels[k - 1]
+    return labels
+
+
+def tilt(model, q, frame=None):
+    """How well static poses q (rows) fix a payload's centre of mass at ``frame`` (the tip).
+
+    Gravity only fixes the components of c across its direction in frame axes: the poses fix
+    all of c when these directions differ. Returns (tilt in degrees, weakest axis in frame axes):
+    the smallest eigenvalue λ of the mean of 1 - d dᵀ over the directions d is sin²(α / 2) for
+    two poses at an angle α, so tilt = 2 asin √λ, and its eigenvector is the direction along
+    which c is least determined.
+    """
+    frame = model.tip if frame is None else frame
+    g = model.gravity / np.linalg.norm(model.gravity)
+    directions = [frame_pose(model, qk, frame)[:3, :3].T @ g for qk in q]
+    scatter = np.mean([np.eye(3) - np.outer(d, d) for d in directions], axis=0)
+    weakest, axis = np.linalg.eigh(scatter)
+    return float(2.0 * np.degrees(np.arcsin(np.sqrt(min(max(weakest[0], 0.0), 1.0))))), axis[:, 0]

@@ -29,15 +29,15 @@ import threading
 
 import numpy as np
 
-from .layout import (  # noqa: F401 (the column layout, also re-exported for model.X users)
+from .layout import (
     BODY_ARMATURE, BODY_AXES, BODY_COULOMB, BODY_COULOMB_VELOCITY, BODY_GRAVITY, BODY_INERTIA,
     BODY_PARENT, BODY_POS, BODY_ROT, BODY_TYPE, BODY_VISCOUS, BODY_WIDTH,
-    FRAME_BODY, FRAME_POS, FRAME_ROT, FRAME_WIDTH, PRISMATIC, REVOLUTE, WS_A, WS_BC, WS_F, WS_IC,
-    WS_M, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_SD, WS_V, WS_VW, WS_Y)
+    FRAME_BODY, FRAME_POS, FRAME_ROT, FRAME_WIDTH, WS_M)
+from .layout import PRISMATIC, REVOLUTE  # noqa: F401 (the values of Model.joint_type)
 from .spatial import homogeneous, standard_parameters, transformed_inertia
 
 COULOMB_VELOCITY = 0.01   # ε of the Coulomb friction's smooth sign tanh(q̇ / ε), rad/s or m/s
-JOINT_TERMS = ('armature', 'viscous', 'coulomb')   # the per-joint fields beyond the rigid bodies
+JOINT_TERMS = ('viscous', 'coulomb', 'armature')   # the per-joint fields beyond the rigid bodies
 
 
 @dataclasses.dataclass(frozen=True, eq=False)

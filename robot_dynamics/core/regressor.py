@@ -11,7 +11,7 @@ per joint, appended in this order when asked for, the joint terms of model.py:
 
 - viscous friction ``f_v``: τ_i += f_v,i q̇_i;
 - Coulomb friction ``f_c``: τ_i += f_c,i tanh(q̇_i / ε), the smooth sign of friction.py with
-  ε = ``model.coulomb_velocity`` (default COULOMB_EPS = model.COULOMB_VELOCITY, 0.01 rad/s or
+  ε = ``model.coulomb_velocity`` (default model.COULOMB_VELOCITY, 0.01 rad/s or
   m/s: 99.5 % of f_c at 3 ε);
 - armature ``I_a`` (rotor inertia reflected through the gear): τ_i += I_a,i q̈_i.
 
@@ -39,21 +39,21 @@ from scipy.linalg import qr, solve_triangular
 
 from .algorithms.friction import smooth_sign
 from .algorithms.rnea import forward_pass
-from .model import BODY_AXES, COULOMB_VELOCITY, PRISMATIC, WS_A, WS_PREL, WS_RREL, WS_V, Data
-from .spatial import homogeneous, transformed_inertia
+from .layout import BODY_AXES, PRISMATIC, WS_A, WS_PREL, WS_RREL, WS_V
+from .model import JOINT_TERMS, Data   # JOINT_TERMS: the order of the optional columns
+from .spatial import homogeneous, skew, transformed_inertia
 
-COULOMB_EPS = COULOMB_VELOCITY   # the default ε, one constant (model.py)
 INERTIAL_NAMES = ('m', 'mx', 'my', 'mz', 'Ixx', 'Iyy', 'Izz', 'Ixy', 'Ixz', 'Iyz')
-JOINT_COLUMNS = ('viscous', 'coulomb', 'armature')   # the order of the optional columns
 CHUNK = 1024   # states per vectorised pass
 
 
-def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False):
+def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False, sign=None):
     """Y with τ = Y θ: shape (nv, 10 nb + extra) for one state, (N, nv, ...) for (N, nv) input.
 
     ``viscous``, ``coulomb``, ``armature``: append nv columns each, q̇_i, tanh(q̇_i / ε) and q̈_i
     on row i, in that order (module docstring), ε = ``model.coulomb_velocity``. θ is
-    ``parameter_vector(model, ...)``.
+    ``parameter_vector(model, ...)``. ``sign``: the Coulomb columns' tanh(q̇ / ε), shaped as q,
+    if computed already (e.g. low-pass filtered as the torques: parallel filtering).
     """
     q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
     single = q.ndim == 1
@@ -66,8 +66,9 @@ def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False):
         Y[k:k + CHUNK] = _inertial_regressor(model, q[k:k + CHUNK], v[k:k + CHUNK],
                                              a[k:k + CHUNK])
     columns = [Y]
-    for flag, x in zip((viscous, coulomb, armature),
-                       (v, smooth_sign(v, model.coulomb_velocity) if coulomb else None, a)):
+    if coulomb:
+        sign = smooth_sign(v, model.coulomb_velocity) if sign is None else np.atleast_2d(sign)
+    for flag, x in zip((viscous, coulomb, armature), (v, sign, a)):
         if flag:
             columns.append(np.eye(model.nv) * x[:, None, :])   # row i: x_i in column i
     Y = np.concatenate(columns, axis=2)
@@ -82,7 +83,7 @@ def parameter_vector(model, viscous=None, coulomb=None, armature=None):
     False for none: ``regressor(..., viscous=True) @ θ`` then matches.
     """
     parts = [model.inertia.ravel()]
-    for name, x in zip(JOINT_COLUMNS, (viscous, coulomb, armature)):
+    for name, x in zip(JOINT_TERMS, (viscous, coulomb, armature)):
         flag = isinstance(x, (bool, np.bool_))
         if x is None or (flag and not x):
             continue
@@ -94,7 +95,7 @@ def parameter_vector(model, viscous=None, coulomb=None, armature=None):
 def parameter_names(model, viscous=False, coulomb=False, armature=False):
     """Names of the columns of Y, e.g. 'panda_joint2.mx' or 'panda_joint2.viscous'."""
     names = [f'{joint}.{p}' for joint in model.joint_names for p in INERTIAL_NAMES]
-    for flag, kind in zip((viscous, coulomb, armature), JOINT_COLUMNS):
+    for flag, kind in zip((viscous, coulomb, armature), JOINT_TERMS):
         if flag:
             names += [f'{joint}.{kind}' for joint in model.joint_names]
     return names
@@ -160,14 +161,6 @@ def _joint_screws(model, R_a):
     axis = np.einsum('nji,nj->ni', R_a, model.joint_axis)
     prismatic = (model.joint_type == PRISMATIC)[:, None]
     return np.concatenate([np.where(prismatic, 0.0, axis), np.where(prismatic, axis, 0.0)], 1)
-
-
-def skew(x):
-    """[x] of 3-vectors (..., 3) -> (..., 3, 3)."""
-    S = np.zeros(x.shape + (3,))
-    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -x[..., 2], x[..., 1], -x[..., 0]
-    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = x[..., 2], -x[..., 1], x[..., 0]
-    return S
 
 
 def momentum_matrix(X):

@@ -13,6 +13,7 @@ about a point other than the centre of mass). Arrays hold these in rows: ``load3
 import numpy as np
 
 from ._jit import jit
+from .layout import PRISMATIC
 
 ZERO = (0.0, 0.0, 0.0)
 
@@ -198,7 +199,8 @@ def transform_inertia(inertia, R, p):
             byz - py * u[2] - pz * u[1] - m * py * pz)
 
 
-# ---- plain numpy helpers for model construction and tests (not on the hot path) ----
+# ---- numpy: the same vocabulary on arrays, for model construction, identification and tests
+# (not on the hot path) ----
 
 def rpy_matrix(rpy):
     """URDF fixed-axis roll-pitch-yaw: R = Rz(yaw) Ry(pitch) Rx(roll)."""
@@ -217,15 +219,73 @@ def homogeneous(R, p):
     return T
 
 
-def _skew(x):
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+def skew(x):
+    """[x], the matrix of x × (L&P eq. 3.30), of 3-vectors (..., 3) -> (..., 3, 3)."""
+    x = np.asarray(x, dtype=float)
+    S = np.zeros(x.shape + (3,))
+    S[..., 0, 1], S[..., 0, 2], S[..., 1, 2] = -x[..., 2], x[..., 1], -x[..., 0]
+    S[..., 1, 0], S[..., 2, 0], S[..., 2, 1] = x[..., 2], -x[..., 1], x[..., 0]
+    return S
+
+
+def rotation(axis, angle):
+    """exp([a] θ) as a 3x3 array (``rodrigues``, L&P eq. 3.51)."""
+    return np.array(rodrigues(tuple(float(a) for a in axis), float(angle))).reshape(3, 3)
+
+
+def joint_motion(kind, axis, q):
+    """exp([A] q) (4x4): a rotation about (REVOLUTE) or a shift along (PRISMATIC) the unit axis."""
+    if kind == PRISMATIC:
+        return homogeneous(np.eye(3), np.asarray(axis, dtype=float) * q)
+    return homogeneous(rotation(axis, q), np.zeros(3))
+
+
+def adjoint(T):
+    """Ad_T = [[R, 0], [[p] R, R]] (6x6, angular first, L&P eq. 3.83) of a 4x4 pose T."""
+    R, p = T[:3, :3], T[:3, 3]
+    return np.block([[R, np.zeros((3, 3))], [skew(p) @ R, R]])
+
+
+def adjoint_inverse(T):
+    """Ad_{T^-1} = [[R^T, 0], [-R^T [p], R^T]]: a parent-frame twist in the child's frame."""
+    R, p = T[:3, :3], T[:3, 3]
+    return np.block([[R.T, np.zeros((3, 3))], [-R.T @ skew(p), R.T]])
+
+
+# Rotational inertias are written as six numbers in two orders: the standard parameters'
+# (Ixx, Iyy, Izz, Ixy, Ixz, Iyz), and the URDF's <inertia> and the nodes' parameters
+# (ixx, ixy, ixz, iyy, iyz, izz). One conversion each way for each order:
+
+def inertia_from_standard(six):
+    """3x3 inertia of (Ixx, Iyy, Izz, Ixy, Ixz, Iyz), the standard parameters' order."""
+    Ixx, Iyy, Izz, Ixy, Ixz, Iyz = six
+    return np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]], dtype=float)
+
+
+def inertia_to_standard(J):
+    """(Ixx, Iyy, Izz, Ixy, Ixz, Iyz) of a 3x3 inertia."""
+    J = np.asarray(J, dtype=float)
+    return J[[0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]]
+
+
+URDF_ORDER = (0, 3, 5, 1, 2, 4)   # the standard order's (Ixx, Iyy, ...) places in the URDF's
+
+
+def inertia_from_urdf(six):
+    """3x3 inertia of (ixx, ixy, ixz, iyy, iyz, izz), the URDF's order."""
+    return inertia_from_standard(np.asarray(six, dtype=float)[list(URDF_ORDER)])
+
+
+def inertia_to_urdf(J):
+    """(ixx, ixy, ixz, iyy, iyz, izz) of a 3x3 inertia."""
+    J = np.asarray(J, dtype=float)
+    return J[[0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]]
 
 
 def standard_parameters(mass, com, inertia_com):
     """10-vector about the body origin from mass, centre of mass and inertia about the COM."""
-    J = np.asarray(inertia_com, dtype=float)
-    return transformed_inertia([mass, 0.0, 0.0, 0.0, J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2],
-                                J[1, 2]], homogeneous(np.eye(3), com))
+    return transformed_inertia([mass, 0.0, 0.0, 0.0, *inertia_to_standard(inertia_com)],
+                               homogeneous(np.eye(3), com))
 
 
 def transformed_inertia(inertia, T):
@@ -233,18 +293,16 @@ def transformed_inertia(inertia, T):
 
     The numpy twin of the kernel ``transform_inertia``, for building models.
     """
-    m, h, (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) = inertia[0], np.asarray(inertia[1:4]), inertia[4:10]
+    m, h = inertia[0], np.asarray(inertia[1:4])
     T = np.asarray(T, dtype=float)
-    R, P = T[:3, :3], _skew(T[:3, 3])
+    R, P = T[:3, :3], skew(T[:3, 3])
     h_new = R @ h + m * T[:3, 3]
-    J = R @ np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]) @ R.T
-    J = J - P @ _skew(h_new) - _skew(h_new) @ P + m * P @ P
-    return np.array([m, *h_new, J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2]])
+    J = R @ inertia_from_standard(inertia[4:10]) @ R.T
+    J = J - P @ skew(h_new) - skew(h_new) @ P + m * P @ P
+    return np.array([m, *h_new, *inertia_to_standard(J)])
 
 
 def inertia_matrix(inertia):
-    """The 6x6 spatial inertia G = [[I, [h]], [[h]^T, m 1]] of standard parameters."""
-    m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz = inertia
-    H = np.array([[0.0, -hz, hy], [hz, 0.0, -hx], [-hy, hx, 0.0]])
-    return np.block([[np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]), H],
-                     [H.T, m * np.eye(3)]])
+    """The 6x6 spatial inertia G = [[I, [h]], [[h]^T, m 1]] of standard parameters (L&P 8.32)."""
+    H = skew(inertia[1:4])
+    return np.block([[inertia_from_standard(inertia[4:10]), H], [H.T, inertia[0] * np.eye(3)]])

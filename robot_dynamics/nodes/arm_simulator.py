@@ -44,13 +44,13 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.core.control import clamp_effort
-from robot_dynamics.simulation import ENGINES, make_engine
+from robot_dynamics.simulation import ENGINES, simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
-from .common import (COMMAND_QOS, MODEL_PARAMS, ArmNode, ConfigError, Param, Percentiles,
-                     main as run_node, to_array)
-
-JOINT_TERMS = ('armature', 'viscous', 'coulomb')   # rd.Model fields, make_engine's joint_dynamics
+from .diagnostics import Percentiles
+from .joint_states import COMMAND_QOS, to_array
+from .node import ArmNode, main as run_node
+from .parameters import MODEL_PARAMS, ConfigError, Param
 
 SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 
@@ -59,24 +59,18 @@ SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 class Config:
     damping: np.ndarray     # model order, N m s/rad
     initial: np.ndarray     # model order
-    payload: dict           # make_engine's payload (None: none)
-    joint_dynamics: dict    # make_engine's joint_dynamics, joints order (None: none)
+    model: object           # the simulated arm (Arm.model: payload and joint terms included)
+    payload: dict           # the payload it carries (Arm.payload, None: none)
 
     def same_arm(self, other):
         """Whether an engine built for ``other`` simulates this arm (damping, payload, joints)."""
-        return other is not None and np.array_equal(self.damping, other.damping) and \
-            repr((self.payload, self.joint_dynamics)) == repr((other.payload,
-                                                               other.joint_dynamics))
+        return other is not None and all(np.array_equal(a, b) for a, b in
+                                         zip(self._arm(), other._arm()))
 
-
-def engine_payload(values):
-    """The payload.* parameters as make_engine's payload dict (None for no payload)."""
-    ixx, ixy, ixz, iyy, iyz, izz = values['payload.inertia']
-    inertia = [[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]
-    if values['payload.mass'] == 0.0 and not any(values['payload.inertia']):
-        return None
-    return dict(mass=float(values['payload.mass']), com=list(values['payload.com']),
-                inertia=inertia)
+    def _arm(self):
+        m, load = self.model, self.payload or {}
+        return (self.damping, m.inertia, m.armature, m.viscous, m.coulomb, m.coulomb_velocity,
+                self.payload is None, *(load.get(k, 0.0) for k in ('mass', 'com', 'inertia')))
 
 
 class ArmSimulator(ArmNode):
@@ -133,11 +127,7 @@ class ArmSimulator(ArmNode):
                 import_mujoco()
             except ImportError as error:
                 raise ConfigError(str(error)) from None
-        m, joint_dynamics = arm.unloaded, None
-        if any(getattr(m, k).any() for k in JOINT_TERMS):
-            joint_dynamics = {k: arm.to_joints(getattr(m, k)).tolist() for k in JOINT_TERMS}
-            joint_dynamics['coulomb_velocity'] = m.coulomb_velocity
-        return Config(damping, initial, engine_payload(values), joint_dynamics)
+        return Config(damping, initial, arm.model, arm.payload)
 
     def apply(self, config):
         """Build the engine; rebuild it at the current state when damping or payload change."""
@@ -146,10 +136,9 @@ class ArmSimulator(ArmNode):
             return
         arm, m = self.arm, self.arm.model
         start = config.initial if self.engine is None else arm.to_model(self.engine.q)
-        engine = make_engine(self.values['engine'], self.urdf, m.base, m.tip, arm.joints,
-                             arm.to_joints(start), self.dt, damping=arm.to_joints(config.damping),
-                             gravity=m.gravity, payload=config.payload,
-                             joint_dynamics=config.joint_dynamics)
+        engine = simulate(self.values['engine'], config.model, arm.joints, arm.to_joints(start),
+                          self.dt, damping=arm.to_joints(config.damping), urdf_xml=self.urdf,
+                          payload=config.payload)
         if self.engine is None:
             self.tau = np.zeros(m.nv)       # clamped command, model order
             self.effort = np.zeros(m.nv)    # reported joint torque, joints order

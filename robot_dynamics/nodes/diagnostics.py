@@ -10,10 +10,28 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from .common import Percentiles
-
 OK, WARN, ERROR = DiagnosticStatus.OK, DiagnosticStatus.WARN, DiagnosticStatus.ERROR
 STILL = 1e-3   # rad/s: below this on every joint the arm is still (static residual check)
+
+
+class Percentiles:
+    """The last ``size`` samples of a few named quantities; median and p99 of each."""
+
+    def __init__(self, names, size=10000):
+        self.names, self.samples, self.count = names, np.full((len(names), size), np.nan), 0
+
+    def add(self, *values):
+        self.samples[:, self.count % self.samples.shape[1]] = values
+        self.count += 1
+
+    def stats(self, scale=1e6, unit='us'):
+        """{name_median_<unit>: ..., name_p99_<unit>: ...} (empty before the first sample)."""
+        x = self.samples[:, :min(self.count, self.samples.shape[1])]
+        if x.shape[1] == 0:
+            return {}
+        median, p99 = np.percentile(x, [50, 99], axis=1) * scale
+        return {f'{n}_{k}_{unit}': round(float(v), 1) for n, m, p in zip(self.names, median, p99)
+                for k, v in (('median', m), ('p99', p))}
 
 
 class Diagnostics:

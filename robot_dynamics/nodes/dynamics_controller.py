@@ -34,7 +34,7 @@ step). Should a command still come out non-finite (absurd gains or states), the 
 measured position and publishes τ = g(q) instead, with an error.
 
 The model: the URDF's, or ``inertial_parameters``, with the joint terms ``armature`` and
-``friction.*`` and the ``payload.*`` (robot_dynamics.nodes.common). Computed torque is one
+``friction.*`` and the ``payload.*`` (robot_dynamics.nodes.parameters). Computed torque is one
 rnea call, so it includes the friction and armature; gravity compensation adds the friction
 τ_f(q̇) only with ``friction_compensation`` (then nothing damps the arm: it coasts). The payload
 also comes from ``~/payload`` and ``~/identify_payload`` (robot_dynamics.nodes.payload).
@@ -53,9 +53,10 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, cl
 from robot_dynamics.core.trajectory import JointTrajectory
 
 from . import payload
-from .common import (COMMAND_QOS, MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
-                     JointStateReader, Param, all_finite, main as run_node, seconds, state_qos,
-                     to_array)
+from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
+                           state_qos, to_array)
+from .node import ArmNode, main as run_node
+from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
 from .diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
@@ -202,7 +203,7 @@ class DynamicsController(ArmNode):
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.create_timer(0.02, self.check_stale)
         self.payload_topic = payload.subscribe(self)
-        self.identification = payload.Identification(self)
+        self.identification = payload.PayloadService(self)
         self.load_model()
 
     # -- configuration -------------------------------------------------------------------------

@@ -28,8 +28,11 @@ from rclpy.parameter import Parameter
 from std_srvs.srv import SetBool
 
 import robot_dynamics as rd
+from robot_dynamics.core.identification import static_poses, tilt
+from robot_dynamics.core.spatial import inertia_from_urdf, inertia_to_urdf
 
-from .common import BadInput, JointStateReader, Param
+from .joint_states import BadInput, JointStateReader
+from .parameters import Param
 
 PARAMS = (
     Param('payload_identification.samples', 2000, 'integer', '~/identify_payload fits the last '
@@ -64,12 +67,12 @@ def payload_parameters(model, msg):
     """InertiaStamped -> {payload.*: value} in the tip frame (BadInput for another frame)."""
     i = msg.inertia
     com = np.array([i.com.x, i.com.y, i.com.z])
-    inertia = np.array([[i.ixx, i.ixy, i.ixz], [i.ixy, i.iyy, i.iyz], [i.ixz, i.iyz, i.izz]])
+    inertia = inertia_from_urdf((i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz))
     if msg.header.frame_id not in ('', model.tip):
         R, p = tip_placement(model, msg.header.frame_id)
         com, inertia = R @ com + p, R @ inertia @ R.T
     return {'payload.mass': float(i.m), 'payload.com': com.tolist(),
-            'payload.inertia': inertia[[0, 0, 0, 1, 1, 2], [0, 1, 2, 1, 2, 2]].tolist()}
+            'payload.inertia': inertia_to_urdf(inertia).tolist()}
 
 
 def set_payload(node, values):
@@ -129,29 +132,11 @@ class StillSamples:
         return self.q[order], self.v[order], self.tau[order]
 
 
-def poses(q):
-    """Index of the pose of each sample: a new pose beyond POSE_TOLERANCE from the current one."""
-    labels, first = np.empty(len(q), dtype=int), None
-    for k, qk in enumerate(q):
-        if first is None or np.abs(qk - q[first]).max() > POSE_TOLERANCE:
-            first = k
-            labels[k] = labels[k - 1] + 1 if k else 0
-        else:
-            labels[k] = labels[k - 1]
-    return labels
-
-
-def gravity_directions(model, q):
-    """Unit direction of gravity in tip axes at each pose q (rows)."""
-    g = model.gravity / np.linalg.norm(model.gravity)
-    return np.array([rd.frame_pose(model, qk, model.tip)[:3, :3].T @ g for qk in q])
-
-
 class Refused(Exception):
     """Identification refused; the message says why (and what was identified, if anything)."""
 
 
-def identify(model, samples):
+def estimate(model, samples):
     """(values for payload.*, one-line report) from StillSamples, or Refused.
 
     ``model``: the arm without the payload.
@@ -171,17 +156,13 @@ def identify(model, samples):
     if missing:
         raise Refused(f'{missing} of the last {needed} still joint states carry no or '
                       'non-finite efforts: identification needs measured joint torques')
-    labels = poses(q)
+    labels = static_poses(q, POSE_TOLERANCE)
     means = np.array([q[labels == k].mean(axis=0) for k in range(labels[-1] + 1)])
-    directions = gravity_directions(model, means)
-    scatter = np.mean([np.eye(3) - np.outer(d, d) for d in directions], axis=0)
-    weakest, axis = np.linalg.eigh(scatter)
-    # two poses at an angle α give a smallest eigenvalue sin²(α / 2)
-    tilt = 2.0 * math.degrees(math.asin(math.sqrt(min(max(weakest[0], 0.0), 1.0))))
-    estimate = rd.identify_payload(model, q, tau - rd.joint_friction(model, v))
-    m, com = estimate.mass, estimate.com
+    angle, along = tilt(model, means)
+    found = rd.identify_payload(model, q, tau - rd.joint_friction(model, v))
+    m, com = found.mass, found.com
     seen = (f"{len(q)} samples in {len(means)} pose{'s' * (len(means) > 1)}, tilt "
-            f'{tilt:.0f} deg, residual {estimate.residual_rms.max():.3g} N m RMS (worst joint)')
+            f'{angle:.0f} deg, residual {found.residual_rms.max():.3g} N m RMS (worst joint)')
     if not (math.isfinite(m) and np.isfinite(com).all()):
         raise Refused(f'the fit failed (non-finite estimate); {seen}')
     if m < -NO_PAYLOAD:
@@ -190,21 +171,20 @@ def identify(model, samples):
     if m < NO_PAYLOAD:
         return ({'payload.mass': 0.0, 'payload.com': [0.0] * 3, 'payload.inertia': [0.0] * 6},
                 f'no payload ({m:.4f} kg); {seen}')
-    if tilt < MIN_TILT:
-        along = axis[:, 0]
+    if angle < MIN_TILT:
         across = com - (com @ along) * along
         raise Refused(f'mass {m:.4f} kg and com {np.round(across, 4).tolist()} m across gravity '
                       f'identified, but not the com along {(np.round(along, 3) + 0.0).tolist()} '
-                      f'(tip axes): the poses differ by {tilt:.0f} deg in tip orientation, at '
+                      f'(tip axes): the poses differ by {angle:.0f} deg in tip orientation, at '
                       f'least {MIN_TILT:.0f} needed; {seen}')
-    if not estimate.condition_number < MAX_CONDITION:
-        raise Refused(f'ill-conditioned fit (condition number {estimate.condition_number:.3g}): '
+    if not found.condition_number < MAX_CONDITION:
+        raise Refused(f'ill-conditioned fit (condition number {found.condition_number:.3g}): '
                       f'singular poses? {seen}')
     values = {'payload.mass': m, 'payload.com': com.tolist(), 'payload.inertia': [0.0] * 6}
     return values, f'{describe(values)}, inertia not identified (0); {seen}'
 
 
-class Identification:
+class PayloadService:
     """``~/identify_payload`` (std_srvs/SetBool) of an ArmNode: data true applies, false reports.
 
     The node calls ``configure`` when it applies a configuration and ``add`` with every joint
@@ -240,7 +220,7 @@ class Identification:
         try:
             if node.arm is None:
                 raise Refused('no model yet')
-            values, report = identify(node.arm.unloaded, self.samples)
+            values, report = estimate(node.arm.unloaded, self.samples)
             if request.data:
                 reason = set_payload(node, values)
                 if reason:

@@ -31,8 +31,9 @@ import robot_dynamics as rd
 from robot_dynamics.core.observers import MomentumObserver
 
 from . import payload
-from .common import (MODEL_PARAMS, STATE_PARAMS, ArmNode, BadInput, ConfigError,
-                     JointStateReader, Param, main as run_node, seconds, state_qos, to_array)
+from .joint_states import BadInput, JointStateReader, seconds, state_qos, to_array
+from .node import ArmNode, main as run_node
+from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
 from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms

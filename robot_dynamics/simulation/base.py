@@ -1,14 +1,15 @@
 """What both simulation engines share: argument checks, joint order, the tip wrench."""
 import numpy as np
 
-import robot_dynamics as rd
-
 WRENCH_FRAMES = ('base', 'tip')
-JOINT_DYNAMICS = ('armature', 'viscous', 'coulomb', 'coulomb_velocity')
 
 
 class Engine:
     """An arm integrated at a fixed step dt; every vector is in ``joint_names`` order.
+
+    ``model``: the simulated arm (rd.Model, payload and joint terms included), used as given.
+    ``urdf_xml`` and ``payload`` (dict(mass, com, inertia) at the tip, the one in ``model``) are
+    for an engine that builds its own copy of the arm from the URDF (MuJoCo).
 
     Subclasses provide the state ``q``, ``v`` and
     ``_advance(tau, F)``: one step with τ and the base-axes tip wrench F (None: none) held;
@@ -18,22 +19,13 @@ class Engine:
     ``_advance`` raises ValueError when the state diverges (non-finite accelerations).
     """
 
-    def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload,
-                 joint_dynamics=None):
-        model = rd.load_urdf(urdf_xml, base=base, tip=tip, gravity=gravity)
-        if payload and not set(payload) <= {'mass', 'com', 'inertia'}:
-            raise ValueError(f'payload takes mass, com and inertia (at the tip), got {payload}')
+    def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
         self.joint_names = tuple(joint_names)
-        if sorted(self.joint_names) != sorted(model.joint_names):
-            raise ValueError(f'joint_names {list(self.joint_names)} must name each joint of the '
-                             f'chain {model.base} -> {model.tip} once: {list(model.joint_names)}')
         #: index in model order of each joint of joint_names
-        self.order = np.array([model.joint_names.index(n) for n in self.joint_names])
-        model = self._with_joint_dynamics(model, joint_dynamics)
+        self.order = joint_order(model, self.joint_names)
         #: the simulated arm as robot_dynamics models it, payload and joint terms included
-        self.model = rd.with_payload(model, **payload) if payload else model
+        self.model = model
         self.payload = dict(payload) if payload else None
-        self.joint_dynamics = dict(joint_dynamics) if joint_dynamics else None
         self.dt = float(dt)
         if not (np.isfinite(self.dt) and self.dt > 0.0):
             raise ValueError(f'time step dt must be > 0, got {dt}')
@@ -74,20 +66,6 @@ class Engine:
         return self._acceleration(self._joint_vector(tau, 'tau'),
                                   self._tip_wrench(wrench, wrench_frame))
 
-    def _with_joint_dynamics(self, model, joint_dynamics):
-        """The model with the joint terms of ``joint_dynamics`` (joint_names order) in it."""
-        if not joint_dynamics:
-            return model
-        if not set(joint_dynamics) <= set(JOINT_DYNAMICS):
-            raise ValueError(f'joint_dynamics takes {", ".join(JOINT_DYNAMICS)}, got '
-                             f'{joint_dynamics}')
-        changes = dict(joint_dynamics)
-        for name in set(changes) - {'coulomb_velocity'}:
-            x = np.asarray(changes[name], dtype=float)
-            changes[name] = self._to_model(self._joint_vector(
-                np.full(model.nv, x) if x.ndim == 0 else x, name))
-        return model.replace(**changes)
-
     def _to_model(self, x):
         """A vector in joint_names order -> model order."""
         out = np.empty(len(self.order))
@@ -95,11 +73,7 @@ class Engine:
         return out
 
     def _joint_vector(self, x, name):
-        x = np.array(x, dtype=float)
-        if x.shape != (len(self.joint_names),) or not np.isfinite(x).all():
-            raise ValueError(f'{name} must be {len(self.joint_names)} finite numbers, one per '
-                             f'joint {list(self.joint_names)}, got {x.tolist()}')
-        return x
+        return joint_vector(x, name, self.joint_names)
 
     def _tip_wrench(self, wrench, frame):
         """Return the wrench in base axes at the tip origin; None for no (or a zero) wrench."""
@@ -118,3 +92,20 @@ class Engine:
             R = self._tip_rotation()
             F = np.concatenate([R @ F[:3], R @ F[3:]])
         return F
+
+
+def joint_order(model, joint_names):
+    """The model index of each of ``joint_names``, which must name each joint once."""
+    if sorted(joint_names) != sorted(model.joint_names):
+        raise ValueError(f'joint_names {list(joint_names)} must name each joint of the '
+                         f'chain {model.base} -> {model.tip} once: {list(model.joint_names)}')
+    return np.array([model.joint_names.index(n) for n in joint_names])
+
+
+def joint_vector(x, name, joint_names):
+    """x as a float array with one finite value per joint, or a ValueError naming it."""
+    x = np.array(x, dtype=float)
+    if x.shape != (len(joint_names),) or not np.isfinite(x).all():
+        raise ValueError(f'{name} must be {len(joint_names)} finite numbers, one per '
+                         f'joint {list(joint_names)}, got {x.tolist()}')
+    return x

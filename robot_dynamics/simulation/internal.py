@@ -14,10 +14,8 @@ class InternalEngine(Engine):
     ``model``.
     """
 
-    def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
-                 gravity=(0.0, 0.0, -9.81), payload=None, joint_dynamics=None):
-        super().__init__(urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload,
-                         joint_dynamics)
+    def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
+        super().__init__(model, joint_names, q0, dt, damping, urdf_xml, payload)
         self.data = rd.Data(self.model)
         self._damping = self._to_model(self.damping)
         self._q, self._v = self._to_model(self.q0), np.zeros(self.model.nv)

@@ -43,11 +43,11 @@ class MujocoEngine(Engine):
     disabled, as the internal engine has none.
     """
 
-    def __init__(self, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
-                 gravity=(0.0, 0.0, -9.81), payload=None, joint_dynamics=None):
-        super().__init__(urdf_xml, base, tip, joint_names, q0, dt, damping, gravity, payload,
-                         joint_dynamics)
+    def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
+        super().__init__(model, joint_names, q0, dt, damping, urdf_xml, payload)
         self.mj = mujoco = import_mujoco()
+        if urdf_xml is None:
+            raise ValueError("simulation engine 'mujoco' needs the arm's URDF (urdf_xml)")
         m = self.mj_model = mujoco.MjModel.from_xml_string(
             mujoco_urdf(urdf_xml, self.model, self.payload))
         m.opt.timestep = self.dt

@@ -47,6 +47,7 @@ import yaml
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.tools import fitting, recording
+from robot_dynamics.core.spatial import inertia_to_urdf
 from robot_dynamics.tools.fitting import FitError
 
 NODES = ('dynamics_controller', 'wrench_estimator')
@@ -169,7 +170,7 @@ def report(args, data, model, samples, fit):
                      f'{np.round(p["com_std"], 4).tolist()} m')
         if p['inertia'] is not None:
             lines.append(f'  inertia about the com [ixx, ixy, ixz, iyy, iyz, izz] '
-                         f'{np.round(inertia_list(p["inertia"]), 5).tolist()} kg m^2')
+                         f'{np.round(inertia_to_urdf(p["inertia"]), 5).tolist()} kg m^2')
     if fit.inertia is not None:
         lines.append('link masses, URDF -> fitted (kg): ' + ', '.join(
             f'{j} {m0:.3f} -> {m1:.3f}' for j, m0, m1 in
@@ -178,12 +179,6 @@ def report(args, data, model, samples, fit):
     lines.append('physically consistent' if not fit.problems else
                  'NOT PHYSICAL: ' + '; '.join(fit.problems))
     return '\n'.join(lines)
-
-
-def inertia_list(inertia):
-    """[ixx, ixy, ixz, iyy, iyz, izz] of a 3x3 inertia (the URDF's and the nodes' order)."""
-    return [inertia[0, 0], inertia[0, 1], inertia[0, 2], inertia[1, 1], inertia[1, 2],
-            inertia[2, 2]]
 
 
 def parameters(model, joints, order, fit):
@@ -197,7 +192,7 @@ def parameters(model, joints, order, fit):
         params['payload'] = dict(mass=floats(fit.payload['mass'])[0],
                                  com=floats(fit.payload['com']),
                                  inertia=floats(np.zeros(6) if inertia is None else
-                                                inertia_list(inertia)))
+                                                inertia_to_urdf(inertia)))
     if fit.viscous is not None:
         params['friction'] = dict(viscous=floats(fit.viscous[order]),
                                   coulomb=floats(fit.coulomb[order]),

@@ -21,13 +21,14 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.core.algorithms.friction import smooth_sign
-from robot_dynamics.core.identification import differentiate, inertia_about_com, lowpass
-from robot_dynamics.core.regressor import (INERTIAL_NAMES, JOINT_COLUMNS, parameter_map,
-                                           parameter_names)
+from robot_dynamics.core.identification import (conditioning, differentiate, inertia_about_com,
+                                                lowpass, noise_weights, payload_regressor,
+                                                weighted_fit)
+from robot_dynamics.core.model import JOINT_TERMS
+from robot_dynamics.core.regressor import INERTIAL_NAMES, parameter_names
 
 MIN_SPEED = 0.05     # rad/s (m/s): RMS velocity below which a joint counts as not moving
 MAX_GAP = 0.2        # largest gap in the stamps, in units of 1 / cutoff
-WEAK = 0.3           # a parameter's share of a weak direction that names it
 SMALL = 0.005        # m: a payload's inertia below mass x SMALL² counts as a point mass's
 
 
@@ -149,34 +150,30 @@ def check_motion(model, s, what):
                        f'rad/s (m/s): {", ".join(still)}')
 
 
+def check_conditioning(Y, names, max_condition, sigma=None):
+    """The condition number of Y with unit-norm columns; FitError naming what is not excited."""
+    c = conditioning(Y, names, max_condition, sigma)
+    if c.unexcited:
+        raise FitError(f'not excited at all: {", ".join(c.unexcited)}')
+    if not c.well_conditioned:
+        raise FitError(f'ill-conditioned fit (condition number {c.condition_number:.3g} > '
+                       f'{max_condition:g}); the motion does not determine: '
+                       f'{", ".join(c.weak)}')
+    return c.condition_number
+
+
 def solve(Y, tau, names, max_condition, weighted=False):
     """θ, its std, residual RMS (nv,) and the condition number of min |τ - Y θ|.
 
-    Y (N, nv, p), τ (N, nv). ``weighted``: Gautier's two steps (rows of joint i divided by its
-    residual RMS from an ordinary fit). FitError for an ill-conditioned Y.
+    Y (N, nv, p), τ (N, nv). ``weighted``: Gautier's two steps (core ``noise_weights``
+    'estimate'). FitError for an ill-conditioned Y (``check_conditioning``, at each step).
     """
-    sigma = np.ones(Y.shape[1])
-    for step in range(2 if weighted else 1):
-        A = (Y / sigma[:, None]).reshape(-1, Y.shape[-1])
-        norms = np.linalg.norm(A, axis=0)
-        dead = [n for n, x in zip(names, norms) if not x > 1e-8 * norms.max()]
-        if dead:
-            raise FitError(f'not excited at all: {", ".join(dead)}')
-        U, singular, Vt = np.linalg.svd(A / norms, full_matrices=False)
-        condition = singular[0] / singular[-1]
-        if condition > max_condition:
-            weak = Vt[singular < singular[0] / max_condition]
-            named = [n for n, w in zip(names, np.abs(weak).max(0)) if w > WEAK]
-            raise FitError(f'ill-conditioned fit (condition number {condition:.3g} > '
-                           f'{max_condition:g}); the motion does not determine: '
-                           f'{", ".join(named)}')
-        theta = Vt.T @ ((U.T @ (tau / sigma).ravel()) / singular) / norms
-        residual = tau - Y @ theta
-        if weighted and not step:   # the second pass weights by these
-            sigma = np.maximum(rms(residual), 1e-9 * rms(residual).max() + 1e-300)
-    s2 = np.sum((residual / sigma) ** 2) / max(A.shape[0] - A.shape[1], 1)
-    std = np.sqrt(s2 * ((Vt.T / singular) ** 2).sum(1)) / norms
-    return theta, std, rms(residual), float(condition)
+    condition = check_conditioning(Y, names, max_condition)
+    sigma = noise_weights(Y, tau, 'estimate' if weighted else None, Y.shape[-1])
+    if weighted:
+        condition = check_conditioning(Y, names, max_condition, sigma)
+    theta, std, residual_rms, _ = weighted_fit(Y, tau, sigma)
+    return theta, std, residual_rms, condition
 
 
 def settle_joint_terms(fit, model, s):
@@ -185,7 +182,7 @@ def settle_joint_terms(fit, model, s):
     Negligible: its torque is below 1e-3 of the joint's torque (RMS over the samples).
     """
     std, zeroed = dict(zip(fit.names, fit.std)), []
-    for kind, column in zip(JOINT_COLUMNS, (s.v, s.sign, s.a)):
+    for kind, column in zip(JOINT_TERMS, (s.v, s.sign, s.a)):
         values = getattr(fit, kind)
         negligible = 1e-3 * rms(s.tau) / np.maximum(rms(column), 1e-300)
         for i, joint in enumerate(model.joint_names if values is not None else ()):
@@ -201,15 +198,8 @@ def settle_joint_terms(fit, model, s):
 
 
 def regressor(model, s, flags):
-    """Y (N, nv, 10 nb + joint columns) at the samples, in ``rd.regressor``'s layout.
-
-    Its Coulomb columns are the filtered ``s.sign``.
-    """
-    columns = [rd.regressor(model, s.q, s.v, s.a)]
-    for x, flag in zip((s.v, s.sign, s.a), flags.values()):
-        if flag:
-            columns.append(np.eye(model.nv) * x[:, None, :])   # row i: x_i in column i
-    return np.concatenate(columns, axis=2)
+    """Y (N, nv, 10 nb + joint columns) at the samples; its Coulomb columns the filtered sign."""
+    return rd.regressor(model, s.q, s.v, s.a, **flags, sign=s.sign)
 
 
 def fit_residual(model, s, payload=False, payload_inertia=True, friction=False,
@@ -226,10 +216,8 @@ def fit_residual(model, s, payload=False, payload_inertia=True, friction=False,
     if payload:
         if model.tip is None:
             raise FitError('--payload needs a chain with a tip: pass --tip')
-        f = model.frame_index(model.tip)
-        k, b = (10 if payload_inertia else 4), model.frame_body[f]
-        columns.insert(0, Y[..., 10 * b:10 * b + 10] @ parameter_map(model.frame_placement[f])[
-            :, :k])
+        k = 10 if payload_inertia else 4
+        columns.insert(0, payload_regressor(model, Y, model.tip, payload_inertia))
         names = [f'payload.{n}' for n in INERTIAL_NAMES[:k]] + names
     before = s.tau - rd.rnea(model, s.q, s.v, s.a)
     theta, std, after, condition = solve(np.concatenate(columns, axis=2), before, names,
@@ -289,7 +277,7 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     flags = dict(viscous=friction, coulomb=friction, armature=armature)
     model = without(model, flags)
     base, Y = rd.base_parameters(model, **flags), regressor(model, s, flags)
-    condition = solve(Y[..., base.independent], s.tau, base.names, max_condition)[3]  # the check
+    condition = check_conditioning(Y[..., base.independent], base.names, max_condition)
     result = rd.identify(model, s.q, s.v, s.a, s.tau, **flags, base=base, Y=Y,
                          noise_std='estimate' if weighted else None)
     fit = Fit(base.names, result.theta_base, result.std_base, condition,

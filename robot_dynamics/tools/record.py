@@ -17,65 +17,58 @@ logs the sample count and rate; exit status 1 if fewer than ``min_samples`` were
 file is written) or the file cannot be written.
 """
 import collections
-import faulthandler
 import pathlib
-import signal
-import sys
 import time
 
 import numpy as np
-import rclpy
-from rcl_interfaces.msg import IntegerRange, ParameterDescriptor
-from rclpy.exceptions import ParameterException
 from rclpy.node import Node
-from rclpy.parameter import Parameter
-from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from robot_dynamics.nodes.common import (DESCRIPTION_QOS, BadInput, JointStateReader,
-                                         Throttled, executor, parameter_value, state_qos)
+from robot_dynamics.nodes.joint_states import DESCRIPTION_QOS, BadInput, JointStateReader, \
+    state_qos
+from robot_dynamics.nodes.node import Throttled, main as run_node
+from robot_dynamics.nodes.parameters import JOINT_STATES_RELIABILITY, ConfigError, Param, \
+    check_choices, declare_parameters
 from robot_dynamics.tools import recording
 
-NAME = 'record_joint_states'
 QUEUE_DEPTH = 1000   # a burst of joint states waits here while a callback runs
 DRAIN_TIME = 0.5     # s spent at most, after a signal, on messages already delivered
-PARAMETERS = {  # name: (default, description)
-    'output': ('joint_states.npz', 'file to write, .npz or .csv'),
-    'joints': (Parameter.Type.STRING_ARRAY,
-               "joints to record, in this column order (default: the first message's)"),
-    'duration': (0.0, 'stop once the stamps span this many seconds (0: at SIGINT/SIGTERM)'),
-    'min_samples': (1, 'fewer samples at the end: no file, exit status 1'),
-    'robot_description': ('', 'URDF XML stored in the file (default: the robot_description '
-                          'topic, if published)'),
-    'urdf': ('', 'URDF path stored in the file'),
-    'joint_states_reliability': ('best_effort', 'QoS reliability of the joint_states '
-                                 'subscription: best_effort or reliable'),
-}
+PARAMS = (
+    Param('output', 'joint_states.npz', 'string', 'file to write, .npz or .csv', read_only=True),
+    Param('joints', [], 'string[]', "joints to record, in this column order (default: the first "
+          "message's)", read_only=True),
+    Param('duration', 0.0, 'double', 'stop once the stamps span this many seconds (0: at '
+          'SIGINT/SIGTERM)', read_only=True),
+    Param('min_samples', 1, 'integer', 'fewer samples at the end: no file, exit status 1',
+          read_only=True, range=(1, 10**9)),
+    Param('robot_description', '', 'string', 'URDF XML stored in the file (default: the '
+          'robot_description topic, if published)', read_only=True),
+    Param('urdf', '', 'string', 'URDF path stored in the file', read_only=True),
+    JOINT_STATES_RELIABILITY,
+)
 
 
 class JointStateRecorder(Node):
     """Collects joint states in memory; ``write()`` saves them."""
 
+    NAME = 'record_joint_states'
+
     def __init__(self):
-        super().__init__(NAME)
-        for name, (default, text) in PARAMETERS.items():
-            descriptor = ParameterDescriptor(description=text, read_only=True)
-            if name == 'min_samples':
-                descriptor.integer_range = [IntegerRange(from_value=1, to_value=10**9)]
-            self.declare_parameter(name, default, descriptor)
-        p = {name: parameter_value(self.get_parameter_or(name, None)) for name in PARAMETERS}
+        super().__init__(self.NAME)
+        p = declare_parameters(self, PARAMS)
+        check_choices(PARAMS, p)
         self.output, self.duration = p['output'], p['duration']
         self.min_samples, self.urdf = p['min_samples'], p['urdf']
         self.description = p['robot_description']
-        recording.check_path(self.output)   # ValueError: exit before recording anything
+        try:
+            recording.check_path(self.output)   # exit before recording anything
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         if not pathlib.Path(self.output).resolve().parent.is_dir():
-            raise ValueError(f'output {self.output}: no such directory')
-        if p['joint_states_reliability'] not in ('best_effort', 'reliable'):
-            raise ValueError(f"joint_states_reliability must be best_effort or reliable, got "
-                             f"'{p['joint_states_reliability']}'")
+            raise ConfigError(f'output {self.output}: no such directory')
         if not (self.duration >= 0.0 and np.isfinite(self.duration)):
-            raise ValueError(f'duration must be >= 0, got {self.duration}')
+            raise ConfigError(f'duration must be >= 0, got {self.duration}')
         self.joints = p['joints'] or None
         self.reader = self.names = None
         self.stamps, self.rows = [], []
@@ -130,6 +123,13 @@ class JointStateRecorder(Node):
         if self.stamps and stamp <= self.stamps[-1]:
             raise BadInput('stamp not after the previous one')
 
+    def spin(self, spinner, stopped):
+        """Record until stopped() or done, take the messages already delivered, write."""
+        while not stopped() and not self.done:
+            spinner.spin_once(timeout_sec=0.1)
+        self.drain(spinner)
+        return self.write()
+
     def drain(self, spinner):
         """Run the callbacks of messages already delivered (at most DRAIN_TIME seconds)."""
         end = time.monotonic() + DRAIN_TIME
@@ -171,29 +171,7 @@ class JointStateRecorder(Node):
 
 def main(args=None):
     """Record until SIGINT/SIGTERM or ``duration``; exit status 0 when the file was written."""
-    rclpy.init(args=sys.argv if args is None else args,
-               signal_handler_options=SignalHandlerOptions.NO)
-    stop = []
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.append(sig))
-    faulthandler.register(signal.SIGUSR1)
-    try:
-        node = JointStateRecorder()
-    except (ValueError, ParameterException) as error:
-        rclpy.logging.get_logger(NAME).fatal(str(error))
-        rclpy.try_shutdown()
-        return 1
-    spinner = executor()
-    spinner.add_node(node)
-    try:
-        while not stop and not node.done:
-            spinner.spin_once(timeout_sec=0.1)
-        node.drain(spinner)
-        return node.write()
-    finally:
-        spinner.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
+    return run_node(JointStateRecorder, args)
 
 
 if __name__ == '__main__':

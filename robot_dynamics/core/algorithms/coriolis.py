@@ -19,7 +19,7 @@ from numba import prange
 
 from .._jit import jit
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
-from ..layout import BODY_INERTIA, BODY_PARENT, WS_BC, WS_IC, WS_P, WS_R, WS_S, WS_SD, WS_VW
+from ..layout import BODY_INERTIA, BODY_PARENT, WS_BC, WS_IB, WS_P, WS_R, WS_S, WS_SD, WS_VW
 from ..spatial import (accumulate, add, inertia_times_motion, load3, load9, load10,
                        motion_cross, scale, store, transform_inertia)
 from .batch import chunk, chunk_count
@@ -37,38 +37,43 @@ def _dot6(x, y):
 
 
 @jit
+def b_entry(r, c):
+    """The workspace column of entry (r, c) of B_i, stored by rows at WS_BC."""
+    return WS_BC + 6 * r + c
+
+
+@jit
 def _skew_into(ws, i, row, col, x):
     """Add [x] to the 3x3 block of B_i at (row, col)."""
-    base = WS_BC + 6 * row + col
-    ws[i, base + 1] -= x[2]
-    ws[i, base + 2] += x[1]
-    ws[i, base + 6] += x[2]
-    ws[i, base + 8] -= x[0]
-    ws[i, base + 12] -= x[1]
-    ws[i, base + 13] += x[0]
+    ws[i, b_entry(row, col + 1)] -= x[2]
+    ws[i, b_entry(row, col + 2)] += x[1]
+    ws[i, b_entry(row + 1, col)] += x[2]
+    ws[i, b_entry(row + 1, col + 2)] -= x[0]
+    ws[i, b_entry(row + 2, col)] -= x[1]
+    ws[i, b_entry(row + 2, col + 1)] += x[0]
 
 
 @jit
 def coriolis_term(G, w, v, ws, i):
-    """B_i = -½ (X + X^T + Ψ(G V)) with X = G ad_V, row-major into ws[i, WS_BC:WS_BC + 36]."""
+    """B_i = -½ (X + X^T + Ψ(G V)) with X = G ad_V, into ws[i, b_entry(r, c)]."""
     for c in range(6):   # column c of X = G ad_V e_c
         e_w = (1.0 if c == 0 else 0.0, 1.0 if c == 1 else 0.0, 1.0 if c == 2 else 0.0)
         e_v = (1.0 if c == 3 else 0.0, 1.0 if c == 4 else 0.0, 1.0 if c == 5 else 0.0)
         x_w, x_v = motion_cross(w, v, e_w, e_v)
         x_m, x_f = inertia_times_motion(G, x_w, x_v)
         for r in range(3):
-            ws[i, WS_BC + 6 * r + c] = x_m[r]
-            ws[i, WS_BC + 6 * (r + 3) + c] = x_f[r]
+            ws[i, b_entry(r, c)] = x_m[r]
+            ws[i, b_entry(r + 3, c)] = x_f[r]
     for r in range(6):
         for c in range(r, 6):
-            x = ws[i, WS_BC + 6 * r + c] + ws[i, WS_BC + 6 * c + r]
-            ws[i, WS_BC + 6 * r + c] = ws[i, WS_BC + 6 * c + r] = x
+            x = ws[i, b_entry(r, c)] + ws[i, b_entry(c, r)]
+            ws[i, b_entry(r, c)] = ws[i, b_entry(c, r)] = x
     h_m, h_f = inertia_times_motion(G, w, v)   # Ψ(h) = [[[h_m], [h_f]], [[h_f], 0]]
     _skew_into(ws, i, 0, 0, h_m)
     _skew_into(ws, i, 0, 3, h_f)
     _skew_into(ws, i, 3, 0, h_f)
-    for k in range(36):
-        ws[i, WS_BC + k] *= -0.5
+    for k in range(WS_BC, WS_BC + 36):
+        ws[i, k] *= -0.5
 
 
 @jit
@@ -78,19 +83,19 @@ def _times_b(ws, i, x, transpose):
     for c in range(6):
         xc = x[c]
         if transpose:   # column c of B^T is row c of B
-            y0 += ws[i, WS_BC + 6 * c] * xc
-            y1 += ws[i, WS_BC + 6 * c + 1] * xc
-            y2 += ws[i, WS_BC + 6 * c + 2] * xc
-            y3 += ws[i, WS_BC + 6 * c + 3] * xc
-            y4 += ws[i, WS_BC + 6 * c + 4] * xc
-            y5 += ws[i, WS_BC + 6 * c + 5] * xc
+            y0 += ws[i, b_entry(c, 0)] * xc
+            y1 += ws[i, b_entry(c, 1)] * xc
+            y2 += ws[i, b_entry(c, 2)] * xc
+            y3 += ws[i, b_entry(c, 3)] * xc
+            y4 += ws[i, b_entry(c, 4)] * xc
+            y5 += ws[i, b_entry(c, 5)] * xc
         else:
-            y0 += ws[i, WS_BC + c] * xc
-            y1 += ws[i, WS_BC + 6 + c] * xc
-            y2 += ws[i, WS_BC + 12 + c] * xc
-            y3 += ws[i, WS_BC + 18 + c] * xc
-            y4 += ws[i, WS_BC + 24 + c] * xc
-            y5 += ws[i, WS_BC + 30 + c] * xc
+            y0 += ws[i, b_entry(0, c)] * xc
+            y1 += ws[i, b_entry(1, c)] * xc
+            y2 += ws[i, b_entry(2, c)] * xc
+            y3 += ws[i, b_entry(3, c)] * xc
+            y4 += ws[i, b_entry(4, c)] * xc
+            y5 += ws[i, b_entry(5, c)] * xc
     return (y0, y1, y2, y3, y4, y5)
 
 
@@ -113,16 +118,16 @@ def coriolis_state(table, q, v, ws, C):
         store(ws, i, WS_SD + 3, d_v)
         G = transform_inertia(load10(table, i, BODY_INERTIA), load9(ws, i, WS_R),
                               load3(ws, i, WS_P))
-        store(ws, i, WS_IC, G)
+        store(ws, i, WS_IB, G)
         coriolis_term(G, w, u, ws, i)
     for i in range(nb - 1, -1, -1):   # composites G^c, B^c of the subtrees
         parent = int(table[i, BODY_PARENT])
         if parent >= 0:
-            accumulate(ws, parent, WS_IC, load10(ws, i, WS_IC))
-            for k in range(36):
-                ws[parent, WS_BC + k] += ws[i, WS_BC + k]
+            accumulate(ws, parent, WS_IB, load10(ws, i, WS_IB))
+            for k in range(WS_BC, WS_BC + 36):
+                ws[parent, k] += ws[i, k]
     for j in range(nb):
-        G = load10(ws, j, WS_IC)
+        G = load10(ws, j, WS_IB)
         s_w, s_v = load3(ws, j, WS_S), load3(ws, j, WS_S + 3)
         S_j = _six(s_w, s_v)
         g_m, g_f = inertia_times_motion(G, load3(ws, j, WS_SD), load3(ws, j, WS_SD + 3))

@@ -21,10 +21,10 @@ from .kinematics import joint_force, joint_transform, revolute
 @jit
 def composite_times_axis(ws, j, turns):
     """G^c_j A_j for A_j = (e_z, 0): (I e_z, -h × e_z); for (0, e_z): (h × e_z, m e_z)."""
-    h_x, h_y = ws[j, WS_IC + 1], ws[j, WS_IC + 2]
+    m, h_x, h_y, _, _, _, Izz, _, Ixz, Iyz = load10(ws, j, WS_IC)
     if turns:   # the z column of I is (Ixz, Iyz, Izz)
-        return (ws[j, WS_IC + 8], ws[j, WS_IC + 9], ws[j, WS_IC + 6]), (-h_y, h_x, 0.0)
-    return (h_y, -h_x, 0.0), (0.0, 0.0, ws[j, WS_IC])
+        return (Ixz, Iyz, Izz), (-h_y, h_x, 0.0)
+    return (h_y, -h_x, 0.0), (0.0, 0.0, m)
 
 
 @jit

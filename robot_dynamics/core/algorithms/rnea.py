@@ -24,7 +24,7 @@ from .._jit import jit, parallel
 from ..arguments import (F64, NO_WRENCHES, argument_error, joint_arrays, state_status, workspace,
                          wrenches)
 from ..layout import (BODY_ARMATURE, BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A,
-                      WS_F, WS_IC, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
+                      WS_F, WS_HM, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
 from ..spatial import (ZERO, accumulate, add, cross, dot, force_cross, force_to_parent,
                        inertia_times_motion, load3, load4, load9, load10, motion_to_child, rotate,
                        rotate_transpose, scale, store, sub)
@@ -117,18 +117,19 @@ def gravity_state(table, q, ws, tau):
     """
     nb = table.shape[0]
     forward_kinematics(table, q, ws)
-    for i in range(nb):   # h_i = R_i h + m p_i and m_i in base coordinates, into WS_IC
+    for i in range(nb):   # h_i = R_i h + m p_i and m_i in base coordinates, into WS_HM
         R, p = load9(ws, i, WS_R), load3(ws, i, WS_P)
         m = table[i, BODY_INERTIA]
-        store(ws, i, WS_IC, add(rotate(R, load3(table, i, BODY_INERTIA + 1)), scale(p, m)))
-        ws[i, WS_IC + 3] = m
+        h = add(rotate(R, load3(table, i, BODY_INERTIA + 1)), scale(p, m))
+        store(ws, i, WS_HM, (h[0], h[1], h[2], m))
     for i in range(nb - 1, -1, -1):
         parent = int(table[i, BODY_PARENT])
         if parent >= 0:
-            accumulate(ws, parent, WS_IC, load4(ws, i, WS_IC))
+            accumulate(ws, parent, WS_HM, load4(ws, i, WS_HM))
         g = load3(table, i, BODY_GRAVITY)
-        tau[i] = -(dot(load3(ws, i, WS_S), cross(load3(ws, i, WS_IC), g))
-                   + ws[i, WS_IC + 3] * dot(load3(ws, i, WS_S + 3), g))
+        h_x, h_y, h_z, m = load4(ws, i, WS_HM)
+        tau[i] = -(dot(load3(ws, i, WS_S), cross((h_x, h_y, h_z), g))
+                   + m * dot(load3(ws, i, WS_S + 3), g))
 
 
 @jit

@@ -1,0 +1,100 @@
+"""Reading and writing messages: QoS profiles, JointState -> model-order vectors, float arrays."""
+import array
+import math
+
+import numpy as np
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+# Commands: reliable, so ros2_control's JointGroupEffortController (SystemDefaultsQoS) matches.
+COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=ReliabilityPolicy.RELIABLE)
+# The /robot_description topic as robot_state_publisher latches it.
+DESCRIPTION_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                             reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+
+
+def state_qos(reliability, depth):
+    """QoS of a joint_states subscription.
+
+    A best-effort subscriber matches reliable and best-effort publishers alike, hence the
+    default reliability.
+    """
+    policy = {'best_effort': ReliabilityPolicy.BEST_EFFORT,
+              'reliable': ReliabilityPolicy.RELIABLE}[reliability]
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=depth, reliability=policy)
+
+
+class BadInput(ValueError):
+    """A message the node must ignore; the message names the problem."""
+
+
+class JointStateReader:
+    """sensor_msgs/JointState -> (q, v, effort) in model order, mapped by name.
+
+    Extra joints are ignored; a message carrying none of our joints (e.g. a gripper's) gives
+    None; one carrying only some of them is rejected. Every array must be empty or have one value
+    per name; ``fields`` are converted (None when empty) and must be finite.
+    """
+
+    FIELDS = ('position', 'velocity', 'effort')
+
+    def __init__(self, joint_names, fields=FIELDS):
+        self.joint_names, self.fields = tuple(joint_names), fields
+        self._names, self._index = None, None
+
+    def read(self, msg):
+        names = msg.name
+        if not names:
+            raise BadInput('empty JointState (no joint names)')
+        if names != self._names:
+            self._index, self._names = self._map(names), list(names)
+        if self._index is None:
+            return None
+        for field in self.FIELDS:
+            if len(getattr(msg, field)) not in (0, len(names)):
+                raise BadInput(f'{field} has {len(getattr(msg, field))} values for '
+                               f'{len(names)} joint names')
+        if not msg.position:
+            raise BadInput('no positions')
+        return tuple(self._field(msg, f) if f in self.fields else None for f in self.FIELDS)
+
+    def _map(self, names):
+        where = {}
+        for i, name in enumerate(names):
+            if name in where:
+                raise BadInput(f"joint '{name}' appears twice")
+            where[name] = i
+        found = [where.get(n) for n in self.joint_names]
+        if not any(i is not None for i in found):
+            return None
+        missing = [n for n, i in zip(self.joint_names, found) if i is None]
+        if missing:
+            raise BadInput(f'missing joints {missing}')
+        return np.array(found)
+
+    def _field(self, msg, field):
+        values = getattr(msg, field)
+        if not values:
+            return None
+        x = np.frombuffer(values) if isinstance(values, array.array) else np.asarray(values, float)
+        x = x[self._index]
+        if not all_finite(x):
+            bad = [self.joint_names[i] for i in np.flatnonzero(~np.isfinite(x))]
+            raise BadInput(f'non-finite {field} for {bad}')
+        return x
+
+
+def all_finite(x):
+    """No NaN or Inf in a short vector (a Python sum is cheaper than numpy for a few values)."""
+    return math.isfinite(sum(x.tolist()))
+
+
+def to_array(x):
+    """numpy vector -> the array.array('d') a float64[] message field stores (fastest path)."""
+    return array.array('d', np.ascontiguousarray(x, dtype=float).tobytes())
+
+
+def seconds(stamp):
+    """Seconds of a builtin_interfaces/Time (0.0 for an unset stamp)."""
+    return stamp.sec + 1e-9 * stamp.nanosec
