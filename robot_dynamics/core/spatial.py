@@ -217,15 +217,44 @@ def homogeneous(R, p):
     return T
 
 
-def _skew(x):
+def skew(x):
+    """[x], the 3x3 matrix of x × (L&P eq. 3.30)."""
     return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def inertia_from_core(Ixx, Iyy, Izz, Ixy, Ixz, Iyz):
+    """The symmetric 3x3 inertia of its six entries in the core order (standard parameters)."""
+    return np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]], dtype=float)
+
+
+def inertia_from_urdf(ixx, ixy, ixz, iyy, iyz, izz):
+    """The symmetric 3x3 inertia of its six entries in the URDF order (row by row, upper part)."""
+    return inertia_from_core(ixx, iyy, izz, ixy, ixz, iyz)
+
+
+def inertia_to_core(J):
+    """(Ixx, Iyy, Izz, Ixy, Ixz, Iyz) of a 3x3 inertia: the core order."""
+    return J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2]
+
+
+def joint_motion(revolute, axis, q):
+    """exp([A] q) as a 4x4 transform: a rotation about or a translation along the unit axis."""
+    if revolute:
+        return homogeneous(np.array(rodrigues(axis, q)), np.zeros(3))
+    return homogeneous(np.eye(3), np.asarray(axis, dtype=float) * q)
+
+
+def twist_transform(T):
+    """Ad of T^-1 (6x6): a twist in the parent's coordinates seen in the child's, T its pose."""
+    R, p = T[:3, :3], T[:3, 3]
+    return np.block([[R.T, np.zeros((3, 3))], [-R.T @ skew(p), R.T]])
 
 
 def standard_parameters(mass, com, inertia_com):
     """10-vector about the body origin from mass, centre of mass and inertia about the COM."""
     J = np.asarray(inertia_com, dtype=float)
-    return transformed_inertia([mass, 0.0, 0.0, 0.0, J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2],
-                                J[1, 2]], homogeneous(np.eye(3), com))
+    return transformed_inertia([mass, 0.0, 0.0, 0.0, *inertia_to_core(J)],
+                               homogeneous(np.eye(3), com))
 
 
 def transformed_inertia(inertia, T):
@@ -233,18 +262,16 @@ def transformed_inertia(inertia, T):
 
     The numpy twin of the kernel ``transform_inertia``, for building models.
     """
-    m, h, (Ixx, Iyy, Izz, Ixy, Ixz, Iyz) = inertia[0], np.asarray(inertia[1:4]), inertia[4:10]
+    m, h = inertia[0], np.asarray(inertia[1:4])
     T = np.asarray(T, dtype=float)
-    R, P = T[:3, :3], _skew(T[:3, 3])
+    R, P = T[:3, :3], skew(T[:3, 3])
     h_new = R @ h + m * T[:3, 3]
-    J = R @ np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]) @ R.T
-    J = J - P @ _skew(h_new) - _skew(h_new) @ P + m * P @ P
-    return np.array([m, *h_new, J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2]])
+    J = R @ inertia_from_core(*inertia[4:10]) @ R.T
+    J = J - P @ skew(h_new) - skew(h_new) @ P + m * P @ P
+    return np.array([m, *h_new, *inertia_to_core(J)])
 
 
 def inertia_matrix(inertia):
-    """The 6x6 spatial inertia G = [[I, [h]], [[h]^T, m 1]] of standard parameters."""
-    m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz = inertia
-    H = np.array([[0.0, -hz, hy], [hz, 0.0, -hx], [-hy, hx, 0.0]])
-    return np.block([[np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]), H],
-                     [H.T, m * np.eye(3)]])
+    """The 6x6 spatial inertia G = [[I, [h]], [[h]^T, m 1]] of standard parameters (L&P 8.32)."""
+    H = skew(inertia[1:4])
+    return np.block([[inertia_from_core(*inertia[4:10]), H], [H.T, inertia[0] * np.eye(3)]])
