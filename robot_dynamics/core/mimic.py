@@ -19,14 +19,15 @@ import numpy as np
 
 from .arguments import joint_arrays, joint_shapes
 
-TORQUE, MATRIX, JACOBIAN, BODY = 'torque', 'matrix', 'jacobian', 'body'
+TORQUE, MATRIX, JACOBIAN, REGRESSOR, BODY = 'torque', 'matrix', 'jacobian', 'regressor', 'body'
 
 
 def reduced(function, model, q, *rates, out, **keywords):
     """``function`` of the bodies' coordinates, in independent ones (out: what its result is).
 
     q and the rates (velocities, accelerations) are (nv,) or (N, nv); ``out`` is TORQUE (Gᵀ y),
-    MATRIX (Gᵀ Y G), JACOBIAN (Y G) or BODY (unchanged: poses, twists).
+    MATRIX (Gᵀ Y G), JACOBIAN (Y G), REGRESSOR (Gᵀ Y, rows per body) or BODY (unchanged: poses,
+    twists).
     """
     G, offset, _ = model.coupling
     names = ('q', 'v', 'a')[:1 + len(rates)]
@@ -44,6 +45,8 @@ def reduced(function, model, q, *rates, out, **keywords):
         return G.T @ y @ G
     if out == JACOBIAN:
         return y @ G
+    if out == REGRESSOR:
+        return G.T @ y
     return y
 
 

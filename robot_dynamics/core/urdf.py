@@ -6,8 +6,9 @@ freedom; any other joint below the base is locked at 0 (clamped into its limits)
 a gripper's fingers still weigh on the hand. Without a tip the whole tree below ``base`` moves.
 
 A mimic joint (``<mimic joint multiplier offset>``, q = k q_leader + o) is a dependent coordinate
-(Model.mimic, mimic.py): it moves when its leader does, and is locked at k q_leader + o when its
-leader is locked. A mimic of a mimic follows the first one's leader (k and o composed).
+(Model.mimic, mimic.py) when it and its leader move; when either is locked (off the chain), it is
+locked at k q_leader + o with the leader at its locked position. A mimic of a mimic follows the
+first one's leader (k and o composed).
 
 Hostile input is refused, never half-read: DTDs (entity expansion, "billion laughs"), files that
 are not regular files or larger than MAX_BYTES, numbers that are not plain decimals or exceed
@@ -464,7 +465,7 @@ def _build(links, joints, base, tip, chain, gravity, notes):
 def _moving(base, children, chain):
     """Names of the joints that move: below the base, on the chain if there is one.
 
-    A mimic joint moves with its root leader (and is locked with it).
+    A mimic joint moves if its root leader does, and is on the chain if there is one.
     """
     below, stack = {}, list(children.get(base, []))
     while stack:
@@ -475,7 +476,7 @@ def _moving(base, children, chain):
                and (chain is None or name in chain)}
     return leaders | {name for name, j in below.items()
                       if j['kind'] in MOVING and j['mimic'] is not None
-                      and j['leader'][0] in leaders}
+                      and j['leader'][0] in leaders and (chain is None or name in chain)}
 
 
 def _locked(joint, by_name):
