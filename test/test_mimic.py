@@ -62,6 +62,11 @@ def test_forward_dynamics_inverts_rnea_with_joint_terms():
     close(rd.forward_dynamics(MODEL, q[0], v[0], tau[0]), a[0], 1e-9)
 
 
+def test_joint_friction_is_that_of_the_independent_joints():
+    _, v, _ = states(3, seed=11)
+    close(rd.joint_friction(MODEL, v), MODEL.viscous * v + MODEL.coulomb * np.tanh(v / 0.01))
+
+
 def test_joint_terms_belong_to_the_independent_joints():
     """M - M_rigid = diag(armature); rnea - rnea_rigid = armature q̈ + τ_f(q̇)."""
     q, v, a = states(2, seed=2)

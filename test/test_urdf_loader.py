@@ -350,3 +350,12 @@ def test_joint_limit_beyond_the_cap_is_unlimited():
     model = load(urdf(j1=joint("j1", "revolute", "base", "link1", axis="0 1 0", limit=wide)))
     i = model.joint_names.index("j1")
     assert model.lower[i] == -np.inf and model.upper[i] == np.inf and model.continuous[i]
+
+
+def test_the_two_inertia_orders_give_one_matrix():
+    """URDF order ixx, ixy, ixz, iyy, iyz, izz; the core's Ixx, Iyy, Izz, Ixy, Ixz, Iyz."""
+    from robot_dynamics.core.spatial import inertia_from_core, inertia_from_urdf, inertia_to_core
+    expected = np.array([[1.0, 2.0, 3.0], [2.0, 4.0, 5.0], [3.0, 5.0, 6.0]])
+    np.testing.assert_array_equal(inertia_from_urdf(1.0, 2.0, 3.0, 4.0, 5.0, 6.0), expected)
+    np.testing.assert_array_equal(inertia_from_core(1.0, 4.0, 6.0, 2.0, 3.0, 5.0), expected)
+    assert inertia_to_core(expected) == (1.0, 4.0, 6.0, 2.0, 3.0, 5.0)
