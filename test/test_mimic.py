@@ -1,5 +1,7 @@
-"""Mimic joints as dependent coordinates: the identities of the reduced system, batched calls, and
-the users of the algorithms (identification, payload, control, observer) on a mimic model.
+"""Mimic joints as dependent coordinates: the reduced system's identities and its users.
+
+Batched calls, and the users of the algorithms (identification, payload, control, observer) on a
+mimic model.
 
 The model: example-robot-data's Panda as a whole tree, whose second finger mimics the first
 (nb = 9 bodies, nv = 8 independent joints), with armature and friction on every joint.
