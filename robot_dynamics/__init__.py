@@ -14,6 +14,8 @@ Conventions (every function, node and message follows them):
   frame origin in base axes, ``WORLD`` space Jacobian (L&P).
 - C(q, q̇) is the Christoffel-consistent Coriolis matrix: Ṁ - 2C is skew-symmetric.
 - One coordinate per joint (continuous joints are angles); SI units, radians, metres, newtons.
+  Mimic joints are dependent coordinates (``model.mimic``): q, q̇, q̈, τ, M, C, J are those of
+  the independent joints ``model.joint_names``.
 """
 from .core.algorithms.coriolis import coriolis_matrix
 from .core.algorithms.crba import mass_matrix

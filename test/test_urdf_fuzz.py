@@ -458,7 +458,7 @@ def test_a_source_of_the_wrong_type_is_a_type_error(source):
     ('value="1.0"', 'value="1e300"', r"link 'l1' mass.*out of range"),
     ('xyz="0.1 0 0.05"', 'xyz="1e160 0 0"', r"link 'l1' inertial origin.*out of range"),
     ('<axis xyz="0 0 1"/>', '<axis xyz="1e200 1e200 0"/>', r"joint 'j1' axis.*out of range"),
-    ('lower="-2"', 'lower="-1e200"', r"joint 'j1' limit.*out of range"),
+    ('upper="2"', 'upper="-1e200"', r"joint 'j1' limit.*out of range"),   # -1e200: no limit
     ('value="1.0"', 'value="1_0"', r"link 'l1' mass.*decimal"),          # Python's float took it
     ('value="1.0"', 'value="\u0661"', r"link 'l1' mass.*decimal"),       # an Arabic-Indic 1
     ('value="1.0"', 'value="0x1p0"', r"link 'l1' mass.*decimal"),
@@ -590,10 +590,10 @@ def test_singularity_check_computes_the_pivots_of_the_mass_matrix(seed):
 
     That is the squared diagonal of the Cholesky factor of M with rows and columns reversed.
     """
-    from robot_dynamics.core import urdf
+    from robot_dynamics.core.algorithms.pivots import articulated_pivots
     model = rd.load_urdf(random_urdf(seed, 8))
     q0 = np.clip(np.zeros(model.nv), model.lower, model.upper)
-    pivots, _ = urdf._pivots(model, q0)
+    pivots, _ = articulated_pivots(model, q0)
     M = rd.mass_matrix(model, q0)
     expected = np.diag(np.linalg.cholesky(M[::-1, ::-1]))[::-1] ** 2
     np.testing.assert_allclose(pivots, expected, rtol=1e-10)

@@ -254,7 +254,7 @@ class Identification:
 
     def summary(self):
         """A few lines for a human."""
-        bad = [name for name, c in zip(self.model.joint_names, self.consistency)
+        bad = [name for name, c in zip(self.model.body_names, self.consistency)
                if not (c['positive_definite'] and c['triangle'])]
         return '\n'.join([f'{self.base.count} base parameters, condition number '
                           f'{self.condition_number:.3g}, relative error {self.relative_error:.3g}',

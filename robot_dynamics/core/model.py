@@ -24,6 +24,7 @@ These come from configuration or identification (``identify``), not from the URD
 not read them (Pinocchio too keeps them out of its dynamics). Set them with
 ``model.replace(armature=..., viscous=..., coulomb=...)``; the Model checks them.
 """
+import collections
 import dataclasses
 import threading
 
@@ -38,11 +39,21 @@ from .spatial import homogeneous, standard_parameters, transformed_inertia
 
 COULOMB_VELOCITY = 0.01   # ε of the Coulomb friction's smooth sign tanh(q̇ / ε), rad/s or m/s
 JOINT_TERMS = ('viscous', 'coulomb', 'armature')   # the per-joint fields beyond the rigid bodies
+Mimic = collections.namedtuple('Mimic', 'name leader multiplier offset')
+Mimic.__doc__ = 'A dependent joint: q_name = multiplier · q_leader + offset (leader independent).'
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Model:
-    """Constant description of a tree of rigid bodies, one degree of freedom per body.
+    """Constant description of a tree of rigid bodies, one joint coordinate per body.
+
+    Mimic joints (``mimic``, a tuple of ``Mimic``) are dependent coordinates, as in Pinocchio 3:
+    the bodies' coordinates are ``q_body = G q + offset`` (``coupling``), where q holds the
+    independent joints ``joint_names`` (nv of them; the bodies' joints are ``body_names``,
+    nb >= nv). The body arrays (joint_type ... inertia) have nb rows, the joint arrays (lower ...
+    coulomb) nv. Every public algorithm takes and returns independent coordinates (mimic.py);
+    ``full`` is the same tree with every joint independent, what the kernels compute on.
+    Without mimic joints nb == nv, G = 1, ``full`` is the model itself and nothing is mapped.
 
     Its joints' armature and friction (armature, viscous, coulomb, coulomb_velocity; see the
     module docstring) default to zero and never come from the URDF: give them from a
@@ -69,8 +80,14 @@ class Model:
     viscous: np.ndarray = None   # (nv,) f_v, N m s/rad or N s/m; None: zeros
     coulomb: np.ndarray = None   # (nv,) f_c, N m or N; None: zeros
     coulomb_velocity: float = COULOMB_VELOCITY   # ε, rad/s or m/s
+    body_names: tuple = None     # (nb,) joint of each body; None: joint_names (no mimic joint)
+    mimic: tuple = ()            # Mimic joints, one per dependent body
 
     def __post_init__(self):
+        object.__setattr__(self, 'body_names', tuple(
+            self.joint_names if self.body_names is None else self.body_names))
+        object.__setattr__(self, 'mimic', tuple(Mimic(*m) for m in self.mimic))
+        object.__setattr__(self, 'coupling', _coupling(self))
         for name in JOINT_TERMS:
             object.__setattr__(self, name, _joint_coefficients(self, name))
         object.__setattr__(self, 'coulomb_velocity', _coulomb_velocity(self.coulomb_velocity))
@@ -80,25 +97,31 @@ class Model:
                 value = np.array(value, dtype=int if value.dtype.kind in 'iu' else float)
                 value.flags.writeable = False
                 object.__setattr__(self, field.name, value)
-        object.__setattr__(self, 'table', _body_table(self))
+        object.__setattr__(self, 'full', _full_model(self) if self.mimic else self)
+        object.__setattr__(self, 'table', self.full.table if self.mimic else _body_table(self))
         object.__setattr__(self, 'frames', _frame_table(self))
         object.__setattr__(self, 'workspaces', _Workspaces(self.nb))
         object.__setattr__(self, '_frame_index', {n: i for i, n in enumerate(self.frame_names)})
         # (nv,) bool: revolute joints without position limits (URDF continuous): angles wrap
-        continuous = (self.joint_type == REVOLUTE) & np.isneginf(self.lower) & np.isposinf(
-            self.upper)
+        continuous = (self.joint_type[self.independent] == REVOLUTE) & np.isneginf(
+            self.lower) & np.isposinf(self.upper)
         continuous.flags.writeable = False
         object.__setattr__(self, 'continuous', continuous)
 
     @property
     def nb(self):
-        """Number of moving bodies."""
-        return len(self.joint_names)
+        """Number of moving bodies (one joint coordinate each, mimic joints included)."""
+        return len(self.body_names)
 
     @property
     def nv(self):
-        """Number of degrees of freedom (one per body)."""
+        """Number of degrees of freedom: the independent joints."""
         return len(self.joint_names)
+
+    @property
+    def independent(self):
+        """(nv,) body index of each independent joint."""
+        return self.coupling[2]
 
     @property
     def neutral_position(self):
@@ -116,6 +139,53 @@ class Model:
     def replace(self, **changes):
         """A new Model with some fields changed (the Model itself is immutable)."""
         return dataclasses.replace(self, **changes)
+
+
+def _coupling(model):
+    """(G, offset, independent): q_body = G q + offset, and the body of each independent joint.
+
+    G (nb x nv) has a 1 in row b for an independent joint and, for a mimic joint, its
+    multiplier in its leader's column (Pinocchio 3's mimic joints; leaders are independent).
+    """
+    body = {name: b for b, name in enumerate(model.body_names)}
+    column = {name: i for i, name in enumerate(model.joint_names)}
+    dependent = {m.name: m for m in model.mimic}
+    if (len(body) != len(model.body_names) or set(column) | set(dependent) != set(body)
+            or len(column) + len(dependent) != len(body) or len(column) != len(model.joint_names)):
+        raise ValueError('body_names must be the joint_names and the mimic joints, each once, '
+                         f'got {model.body_names} for {model.joint_names} and mimic joints '
+                         f'{tuple(dependent)}')
+    G, offset = np.zeros((len(body), len(column))), np.zeros(len(body))
+    for name, b in body.items():
+        m = dependent.get(name)
+        if m is None:
+            G[b, column[name]] = 1.0
+        elif m.leader in column and np.isfinite([m.multiplier, m.offset]).all():
+            G[b, column[m.leader]], offset[b] = m.multiplier, m.offset
+        else:
+            raise ValueError(f"mimic joint '{name}' must follow an independent joint with a "
+                             f'finite multiplier and offset, got {m}')
+    independent = np.array([body[name] for name in model.joint_names], dtype=int)
+    for x in (G, offset, independent):
+        x.flags.writeable = False
+    return G, offset, independent
+
+
+def _full_model(model):
+    """The same bodies with every joint independent: what the kernels compute on.
+
+    The mimic bodies get no limits, armature or friction: those belong to the independent joints.
+    """
+    def spread(x, fill):
+        full = np.full(model.nb, fill)
+        full[model.independent] = x
+        return full
+    return dataclasses.replace(
+        model, joint_names=model.body_names, body_names=None, mimic=(),
+        lower=spread(model.lower, -np.inf), upper=spread(model.upper, np.inf),
+        velocity_limit=spread(model.velocity_limit, np.inf),
+        effort_limit=spread(model.effort_limit, np.inf),
+        **{name: spread(getattr(model, name), 0.0) for name in JOINT_TERMS})
 
 
 def joint_axes(axis):

@@ -1,6 +1,7 @@
 """The dynamics are linear in the inertial parameters: τ = Y(q, q̇, q̈) θ (Spong eq. 6.122).
 
-Parameter vector θ, 10 per moving body in model order, then the optional joint columns::
+Parameter vector θ, 10 per moving body in model order (mimic joints' bodies too: their rows
+enter as Gᵀ Y_body, mimic.py), then the optional joint columns::
 
     θ = (θ_1, ..., θ_nb [, f_v (nv)] [, f_c (nv)] [, I_a (nv)])
     θ_i = (m, m cx, m cy, m cz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz)
@@ -40,6 +41,7 @@ from scipy.linalg import qr, solve_triangular
 from .algorithms.friction import smooth_sign
 from .algorithms.rnea import forward_pass
 from .layout import BODY_AXES, PRISMATIC, WS_A, WS_PREL, WS_RREL, WS_V
+from .mimic import REGRESSOR, reduced
 from .model import JOINT_TERMS, Data   # JOINT_TERMS: the order of the optional columns
 from .spatial import homogeneous, skew, transformed_inertia
 
@@ -62,9 +64,10 @@ def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False, sign
         raise ValueError(f'q, v, a must all have shape ({model.nv},) or (N, {model.nv}), got '
                          f'{q.shape}, {v.shape}, {a.shape}')
     Y = np.empty((q.shape[0], model.nv, 10 * model.nb))
+    inertial = (_inertial_regressor if not model.mimic else   # mimic joints: Gᵀ Y_body
+                lambda model, *state: reduced(_inertial_regressor, model, *state, out=REGRESSOR))
     for k in range(0, q.shape[0], CHUNK):   # bounded scratch memory for long logs
-        Y[k:k + CHUNK] = _inertial_regressor(model, q[k:k + CHUNK], v[k:k + CHUNK],
-                                             a[k:k + CHUNK])
+        Y[k:k + CHUNK] = inertial(model, q[k:k + CHUNK], v[k:k + CHUNK], a[k:k + CHUNK])
     columns = [Y]
     if coulomb:
         sign = smooth_sign(v, model.coulomb_velocity) if sign is None else np.atleast_2d(sign)
@@ -94,7 +97,7 @@ def parameter_vector(model, viscous=None, coulomb=None, armature=None):
 
 def parameter_names(model, viscous=False, coulomb=False, armature=False):
     """Names of the columns of Y, e.g. 'panda_joint2.mx' or 'panda_joint2.viscous'."""
-    names = [f'{joint}.{p}' for joint in model.joint_names for p in INERTIAL_NAMES]
+    names = [f'{joint}.{p}' for joint in model.body_names for p in INERTIAL_NAMES]
     for flag, kind in zip((viscous, coulomb, armature), JOINT_TERMS):
         if flag:
             names += [f'{joint}.{kind}' for joint in model.joint_names]

@@ -4,13 +4,27 @@ Rules (see the package docstring): links joined by fixed joints are merged into 
 body, their inertia lumped. With a ``tip``, the joints on the path base -> tip are the degrees of
 freedom; any other joint below the base is locked at 0 (clamped into its limits) and lumped too, so
 a gripper's fingers still weigh on the hand. Without a tip the whole tree below ``base`` moves.
-Mimic joints are not supported as degrees of freedom (clear error); on a fixed or locked joint they
-mean nothing and are ignored.
+
+A mimic joint (``<mimic joint multiplier offset>``, q = k q_leader + o) is a dependent coordinate
+(Model.mimic, mimic.py) when it and its leader move; when either is locked (off the chain), it is
+locked at k q_leader + o with the leader at its locked position. A mimic of a mimic follows the
+first one's leader (k and o composed).
 
 Hostile input is refused, never half-read: DTDs (entity expansion, "billion laughs"), files that
 are not regular files or larger than MAX_BYTES, numbers that are not plain decimals or exceed
-MAX_MAGNITUDE (so no product in the dynamics can overflow), and models whose mass matrix is not
-numerically positive definite at the reference configuration (a joint that moves no inertia).
+MAX_MAGNITUDE (so no product in the dynamics can overflow; a joint position limit beyond it means
+unlimited), xacro elements or attributes left in, and models whose mass matrix is not numerically
+positive definite at the reference configuration (a joint that moves no inertia).
+
+Published inertias are often not those of any rigid body (rounding, CAD estimates, slips).
+Refused: a negative mass, a negative trace of the inertia (2 ∫ |r|² dm, beyond rounding), and a
+negative principal moment beyond INERTIA_TOLERANCE times the largest principal moment of any
+link in the model (a negative kinetic energy the rest of the robot does not dwarf). Loaded with
+one warning naming every link and by how much (an error with ``strict=True``): a smaller
+negative moment, or the triangle inequality I1 + I2 >= I3 failing, each beyond the rounding of
+the link's own numbers (INERTIA_ROUNDING of its largest moment, plus MIN_JOINT_INERTIA for CAD
+exports' 1e-20 noise). A triangle violation leaves M positive definite:
+it is the inertia of no body, but the dynamics stay well defined (M is checked).
 """
 import math
 import os
@@ -21,8 +35,11 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 
+from .algorithms.crba import mass_matrix
+from .algorithms.pivots import articulated_pivots
 from .model import Model, PRISMATIC, REVOLUTE
-from .spatial import homogeneous, rodrigues, rpy_matrix, standard_parameters, transformed_inertia
+from .spatial import (homogeneous, inertia_from_urdf, joint_motion, rpy_matrix,
+                      standard_parameters, transformed_inertia)
 
 MOVING = {'revolute': REVOLUTE, 'continuous': REVOLUTE, 'prismatic': PRISMATIC}
 SUPPORTED = set(MOVING) | {'fixed'}
@@ -30,7 +47,9 @@ MAX_BYTES = 64 * 2**20       # the largest real URDFs are well under 1 MB
 MAX_MAGNITUDE = 1e9          # |number| in a URDF (SI units); products in the dynamics stay finite
 MIN_JOINT_INERTIA = 1e-12    # kg m^2 (revolute) or kg (prismatic): a mote, not a body
 MIN_PIVOT = 1e-10            # articulated inertia of a joint / round-off scale of its subtree
-XACRO = re.compile(r'<\s*xacro:|\$\{')
+INERTIA_ROUNDING = 1e-6      # relative to the link's largest principal moment: printed digits
+INERTIA_TOLERANCE = 1e-6     # negative moment / largest moment of any link: refused beyond
+XACRO_NAMESPACE = 'http://www.ros.org/wiki/xacro'
 DECIMAL = re.compile(r'[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?')
 
 
@@ -38,8 +57,12 @@ class URDFError(ValueError):
     """A URDF that cannot be turned into a valid model; the message names the link or joint."""
 
 
-def load_urdf(source, base=None, tip=None, gravity=(0.0, 0.0, -9.81)):
+def load_urdf(source, base=None, tip=None, gravity=(0.0, 0.0, -9.81), strict=False):
     """Build a Model from a URDF file path or XML document (str or bytes); base/tip: link names.
+
+    Inertias no rigid body can have but within the tolerance (module docstring) load with one
+    warning naming every such link; ``strict=True`` refuses them instead, as it refuses whatever
+    else would only be warned about.
 
     The joints' ``<dynamics damping friction>`` are not read: in most URDFs they are a
     simulator's tuning values, not measured friction (Pinocchio keeps them out of its dynamics
@@ -50,7 +73,9 @@ def load_urdf(source, base=None, tip=None, gravity=(0.0, 0.0, -9.81)):
     gravity = _gravity(gravity)
     robot = _parse_robot(_read(source))
     links = _parse_links(robot)
-    joints = _parse_joints(robot, links)
+    notes = _Notes(strict)
+    joints = _parse_joints(robot, links, notes)
+    _resolve_mimics(joints, notes)
     parent_joint = {j['child']: j for j in joints}
     roots = _roots(links, parent_joint)
     base = base if base is not None else _single_root(roots)
@@ -60,9 +85,48 @@ def load_urdf(source, base=None, tip=None, gravity=(0.0, 0.0, -9.81)):
         if name is not None and name not in links:
             raise URDFError(f"{role} link '{name}' is not in the URDF")
     chain = _chain(base, tip, parent_joint)
-    model = _build(links, joints, base, tip, chain, gravity)
-    _check_joint_inertias(model)
+    model = _build(links, joints, base, tip, chain, gravity, notes)
+    notes.report()
+    if model.mimic:
+        _check_mass_matrix(model)
+    else:
+        _check_joint_inertias(model)
     return model
+
+
+class _Notes:
+    """What the loader only warns about: one warning for the inertias, one per other finding.
+
+    With ``strict`` each becomes a URDFError.
+    """
+
+    def __init__(self, strict):
+        self.strict, self.inertias, self.moments = strict, [], []
+
+    def check_moments(self):
+        """Refuse a negative principal moment beyond INERTIA_TOLERANCE of the model's largest."""
+        if not self.moments:
+            return
+        scale = max(np.abs(moments).max() for _, moments in self.moments)
+        for where, moments in self.moments:
+            if moments[0] < -INERTIA_TOLERANCE * scale - MIN_JOINT_INERTIA:
+                raise URDFError(
+                    f'{where} inertia is not positive semi-definite (principal moments '
+                    f'{moments}): a negative moment of {-moments[0] / scale:.2g} times the '
+                    'largest principal moment of any link, beyond the tolerance '
+                    f'{INERTIA_TOLERANCE:g}; no body has it')
+
+    def warn(self, message):
+        if self.strict:
+            raise URDFError(message + ' (strict=True)')
+        warnings.warn(message)
+
+    def report(self):
+        self.check_moments()
+        if self.inertias:
+            count = len(self.inertias)
+            self.warn(f'{count} link inertia{"s are" if count > 1 else " is"} not that of a '
+                      'rigid body, loaded as given: ' + '; '.join(self.inertias))
 
 
 def _gravity(gravity):
@@ -112,10 +176,6 @@ class _RefusingDTDs(ET.TreeBuilder):
 def _parse_robot(document):
     if len(document) > MAX_BYTES:
         raise URDFError(f'URDF document is larger than {MAX_BYTES} bytes')
-    text = document if isinstance(document, str) else document.decode('utf-8', 'replace')
-    if XACRO.search(text):
-        raise URDFError('the URDF still contains xacro elements (<xacro:...> or ${...}); '
-                        'run xacro on it first: robot_dynamics reads plain URDF only')
     parser = ET.XMLParser(target=_RefusingDTDs())
     try:
         parser.feed(document)
@@ -123,10 +183,26 @@ def _parse_robot(document):
     except URDFError:
         raise
     except (ET.ParseError, ValueError, LookupError) as error:  # encodings: ValueError, LookupError
+        if 'unbound prefix' in str(error):
+            raise URDFError(f'URDF is not well-formed XML: {error} (an undeclared namespace '
+                            'prefix such as xacro:? run xacro on it first)') from None
         raise URDFError(f'URDF is not well-formed XML: {error}') from None
     if root.tag != 'robot':
         raise URDFError(f"URDF root element must be <robot>, got <{_shorten(root.tag)[1:-1]}>")
+    _refuse_xacro(root)
     return root
+
+
+def _refuse_xacro(root):
+    """Refuse xacro elements and ${...} in attributes; comments (xacro's banner) do not count."""
+    for element in root.iter():
+        names = [element.tag, *element.attrib]
+        if any(isinstance(n, str) and n.startswith('{' + XACRO_NAMESPACE) for n in names) or \
+                any('${' in value for value in element.attrib.values()):
+            tag = str(element.tag).replace('{' + XACRO_NAMESPACE + '}', 'xacro:')
+            raise URDFError(f'the URDF still contains xacro elements or expressions (in '
+                            f'<{_shorten(tag)[1:-1]}>): run xacro on it first; '
+                            'robot_dynamics reads plain URDF only')
 
 
 def _numbers(element, attribute, count, default, where, bound=MAX_MAGNITUDE):
@@ -166,40 +242,51 @@ def _parse_links(robot):
     return links
 
 
-def _parse_inertial(inertial, where):
-    """Standard parameters of a link's <inertial> in the link frame."""
+def _parse_inertial(inertial, where, notes):
+    """Standard parameters of a link's <inertial> in the link frame.
+
+    A mass of 0 is a massless frame (a sensor mount, UR's ee_link); a rotational inertia it
+    declares is kept, as Pinocchio keeps it.
+    """
     mass = _numbers(inertial.find('mass'), 'value', 1, (math.nan,), where + ' mass')[0]
-    if not mass > 0.0:
-        raise URDFError(f'{where} has non-positive or missing mass ({mass}): a moving body needs '
-                        'mass > 0 (omit <inertial> for a massless frame)')
+    if not mass >= 0.0:
+        raise URDFError(f'{where} has a negative or missing mass ({mass}): mass >= 0 expected '
+                        '(0 for a massless frame)')
     tensor = inertial.find('inertia')
     if tensor is None:
         raise URDFError(f'{where} <inertial> has no <inertia>')
-    keys = ('ixx', 'iyy', 'izz', 'ixy', 'ixz', 'iyz')
-    ixx, iyy, izz, ixy, ixz, iyz = (_numbers(tensor, k, 1, (0.0,), where + ' inertia')[0]
-                                    for k in keys)
-    inertia_com = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-    _check_inertia(inertia_com, where)
+    inertia_com = inertia_from_urdf([_numbers(tensor, k, 1, (0.0,), where + ' inertia')[0]
+                                    for k in ('ixx', 'ixy', 'ixz', 'iyy', 'iyz', 'izz')])
+    _check_inertia(inertia_com, where, notes)
     T_link_com = _origin(inertial, where + ' inertial origin')
     R = T_link_com[:3, :3]
     return standard_parameters(mass, T_link_com[:3, 3], R @ inertia_com @ R.T)
 
 
-def _check_inertia(inertia_com, where):
-    """Check positive semi-definiteness and the triangle inequality of the principal moments.
+def _check_inertia(inertia_com, where, notes):
+    """Refuse a negative trace; note a negative principal moment or a failed triangle inequality.
 
-    Both up to a relative tolerance, for the rounding of printed numbers.
+    Rounding: INERTIA_ROUNDING of the link's largest principal moment plus MIN_JOINT_INERTIA (the
+    1e-20 noise of CAD exports). Whether a negative moment is refused is decided once every link
+    is read (``_Notes.check_moments``).
     """
     moments = np.linalg.eigvalsh(inertia_com)
-    tolerance = 1e-6 * np.abs(moments).max()
-    if moments[0] < -tolerance:
-        raise URDFError(f'{where} inertia is not positive definite (principal moments {moments})')
-    if moments[0] + moments[1] < moments[2] - tolerance:
-        raise URDFError(f'{where} inertia violates the triangle inequality (principal moments '
-                        f'{moments}: I1 + I2 >= I3 fails)')
+    top = np.abs(moments).max()
+    rounding = INERTIA_ROUNDING * top + MIN_JOINT_INERTIA
+    if moments.sum() < -rounding:
+        raise URDFError(f'{where} inertia is not positive semi-definite (principal moments '
+                        f'{moments}): its trace I1 + I2 + I3 = 2 ∫ |r|² dm is negative')
+    notes.moments.append((where, moments))
+    if moments[0] < -rounding:
+        notes.inertias.append(f'{where} has a negative principal moment {moments[0]:.3g} kg m^2 '
+                              f'({-moments[0] / top:.1%} of its largest)')
+    elif moments[0] + moments[1] < moments[2] - rounding:
+        short = moments[2] - moments[0] - moments[1]
+        notes.inertias.append(f'{where} fails I1 + I2 >= I3 by {short:.3g} kg m^2 '
+                              f'({short / top:.1%} of I3)')
 
 
-def _parse_joints(robot, links):
+def _parse_joints(robot, links, notes):
     joints, names, children = [], set(), set()
     for number, element in enumerate(robot.findall('joint'), start=1):
         name = element.get('name')
@@ -220,9 +307,50 @@ def _parse_joints(robot, links):
         children.add(child)
         joints.append(dict(name=name, kind=kind, parent=parent, child=child,
                            origin=_origin(element, where), axis=_axis(element, kind, where),
-                           limits=_limits(element, kind, where),
-                           mimic=element.find('mimic') is not None))
+                           limits=_limits(element, kind, where, notes),
+                           mimic=_mimic(element, where)))
     return joints
+
+
+def _mimic(element, where):
+    """(leader, multiplier, offset) of a <mimic>, or None (URDF defaults 1 and 0)."""
+    mimic = element.find('mimic')
+    if mimic is None:
+        return None
+    leader = mimic.get('joint')
+    if not leader:
+        raise URDFError(f'{where} <mimic> names no joint')
+    return (leader, _numbers(mimic, 'multiplier', 1, (1.0,), where + ' mimic')[0],
+            _numbers(mimic, 'offset', 1, (0.0,), where + ' mimic')[0])
+
+
+def _resolve_mimics(joints, notes):
+    """Point every moving mimic joint at its root leader: a chain k1 (k2 q + o2) + o1 composed.
+
+    A mimic joint whose leader is not in the URDF (a leftover of an edited file) is an
+    independent joint, with a warning: the file does not say what it follows.
+    """
+    by_name = {j['name']: j for j in joints}
+    for joint in joints:
+        if joint['mimic'] is not None and joint['mimic'][0] not in by_name:
+            notes.warn(f"mimic joint '{joint['name']}' follows joint '{joint['mimic'][0]}', "
+                       'which is not in the URDF: it is treated as an independent joint')
+            joint['mimic'] = None
+    for joint in joints:
+        if joint['kind'] not in MOVING or joint['mimic'] is None:
+            joint['mimic'] = None
+            continue
+        leader, k, o = joint['mimic']
+        seen = [joint['name']]
+        while True:
+            if leader in seen:
+                raise URDFError(f"mimic joints form a cycle: {' -> '.join(seen + [leader])}")
+            step = by_name[leader]
+            if step['kind'] not in MOVING or step['mimic'] is None:
+                break
+            seen.append(leader)
+            leader, k, o = step['mimic'][0], k * step['mimic'][1], k * step['mimic'][2] + o
+        joint['leader'] = (leader, k, o)
 
 
 def _link_ref(element, tag, where, links):
@@ -243,11 +371,20 @@ def _axis(element, kind, where):
     return axis / norm if norm > 0 else axis
 
 
-def _limits(element, kind, where):
-    """(lower, upper, velocity, effort); absent or non-positive velocity/effort -> inf."""
+def _limits(element, kind, where, notes):
+    """(lower, upper, velocity, effort); absent or non-positive velocity/effort -> inf.
+
+    A position limit beyond MAX_MAGNITUDE (±1e16 is a common way to write "none") is none.
+    """
     limit = element.find('limit')
-    lower = _numbers(limit, 'lower', 1, (-math.inf,), where + ' limit')[0]
-    upper = _numbers(limit, 'upper', 1, (math.inf,), where + ' limit')[0]
+    lower, upper = (_numbers(limit, key, 1, (default,), where + ' limit', math.inf)[0]
+                    for key, default in (('lower', -math.inf), ('upper', math.inf)))
+    if lower > MAX_MAGNITUDE or upper < -MAX_MAGNITUDE:
+        raise URDFError(f'{where} limit: lower {lower:g} or upper {upper:g} is out of range: '
+                        f'|value| <= {MAX_MAGNITUDE:g} expected (or a lower limit below '
+                        '-1e9, an upper one above 1e9, for none)')
+    lower = lower if lower >= -MAX_MAGNITUDE else -math.inf
+    upper = upper if upper <= MAX_MAGNITUDE else math.inf
     velocity = _numbers(limit, 'velocity', 1, (math.inf,), where + ' limit', math.inf)[0]
     effort = _numbers(limit, 'effort', 1, (math.inf,), where + ' limit', math.inf)[0]
     if kind == 'continuous':
@@ -255,7 +392,7 @@ def _limits(element, kind, where):
     if lower > upper:
         raise URDFError(f'{where} has lower limit {lower} > upper limit {upper}')
     if kind in MOVING and (velocity <= 0 or effort <= 0):
-        warnings.warn(f'{where} has a non-positive velocity or effort limit: treated as unlimited')
+        notes.warn(f'{where} has a non-positive velocity or effort limit: treated as unlimited')
         velocity = velocity if velocity > 0 else math.inf
         effort = effort if effort > 0 else math.inf
     return lower, upper, velocity, effort
@@ -296,107 +433,133 @@ def _chain(base, tip, parent_joint):
     return set(path)
 
 
-def _build(links, joints, base, tip, chain, gravity):
+def _build(links, joints, base, tip, chain, gravity, notes):
     children = {}
     for joint in joints:
         children.setdefault(joint['parent'], []).append(joint)
+    by_name = {j['name']: j for j in joints}
+    moving = _moving(base, children, chain)
     bodies, frames = [], {base: (-1, np.eye(4))}
     stack = list(reversed(children.get(base, [])))
     while stack:
         joint = stack.pop()
         body, T_body_parent = frames[joint['parent']]
-        moving = joint['kind'] in MOVING and (chain is None or joint['name'] in chain)
-        if moving:
-            if joint['mimic']:
-                raise URDFError(f"joint '{joint['name']}' is a mimic joint: mimic joints are not "
-                                'supported as degrees of freedom; choose a tip that leaves it off '
-                                'the chain (it is then locked) or remove the <mimic>')
+        if joint['name'] in moving:
             bodies.append(dict(joint=joint, parent=body,
                                placement=T_body_parent @ joint['origin'], link=joint['child']))
             frames[joint['child']] = (len(bodies) - 1, np.eye(4))
         else:
-            frames[joint['child']] = (body, T_body_parent @ joint['origin'] @ _locked(joint))
+            frames[joint['child']] = (body, T_body_parent @ joint['origin']
+                                      @ _locked(joint, by_name))
         stack.extend(reversed(children.get(joint['child'], [])))
-    if not bodies:
+    if not any(b['joint']['mimic'] is None for b in bodies):
         raise URDFError(f"no moving joint below base link '{base}'"
                         + (f" on the way to tip link '{tip}'" if tip is not None else '')
                         + ': the model would have no degree of freedom')
-    inertia = _lump(links, frames, len(bodies))
-    _check_bodies(bodies, inertia, links, frames)
+    inertia = _lump(links, frames, len(bodies), notes)
+    if all(b['joint']['mimic'] is None for b in bodies):   # with mimic: _check_mass_matrix
+        _check_bodies(bodies, inertia, links, notes)
     return _model(bodies, frames, inertia, base, tip, gravity)
 
 
-def _locked(joint):
-    """Transform of a joint held at 0 (clamped into its limits); identity for a fixed joint."""
+def _moving(base, children, chain):
+    """Names of the joints that move: below the base, on the chain if there is one.
+
+    A mimic joint moves if its root leader does, and is on the chain if there is one.
+    """
+    below, stack = {}, list(children.get(base, []))
+    while stack:
+        joint = stack.pop()
+        below[joint['name']] = joint
+        stack.extend(children.get(joint['child'], []))
+    leaders = {name for name, j in below.items() if j['kind'] in MOVING and j['mimic'] is None
+               and (chain is None or name in chain)}
+    return leaders | {name for name, j in below.items()
+                      if j['kind'] in MOVING and j['mimic'] is not None
+                      and j['leader'][0] in leaders and (chain is None or name in chain)}
+
+
+def _locked(joint, by_name):
+    """Transform of a joint held still; the identity for a fixed joint.
+
+    A joint is held at 0 clamped into its limits, a mimic joint at k q_leader + o with its
+    leader so held (unclamped, as in Pinocchio).
+    """
     if joint['kind'] == 'fixed':
         return np.eye(4)
+    return joint_motion(MOVING[joint['kind']], joint['axis'], _locked_position(
+        joint, by_name))
+
+
+def _locked_position(joint, by_name):
+    if joint['kind'] not in MOVING:
+        return 0.0
+    if joint['mimic'] is not None:
+        leader, k, o = joint['leader']
+        return k * _locked_position(by_name[leader], by_name) + o
     lower, upper = joint['limits'][:2]
-    return _joint_motion(MOVING[joint['kind']], joint['axis'], min(max(0.0, lower), upper))
+    return min(max(0.0, lower), upper)
 
 
-def _joint_motion(kind, axis, q):
-    """exp([A] q): a rotation about or a translation along the unit axis."""
-    if kind == PRISMATIC:
-        return homogeneous(np.eye(3), axis * q)
-    return homogeneous(np.array(rodrigues(axis, q)), np.zeros(3))
-
-
-def _lump(links, frames, nb):
+def _lump(links, frames, nb, notes):
     inertia = np.zeros((nb, 10))
     for link, (body, T_body_link) in frames.items():
         if body >= 0 and links[link] is not None:
-            parameters = _parse_inertial(links[link], f"link '{link}'")
+            parameters = _parse_inertial(links[link], f"link '{link}'", notes)
             inertia[body] += transformed_inertia(parameters, T_body_link)
     return inertia
 
 
-def _check_bodies(bodies, inertia, links, frames):
+def _check_bodies(bodies, inertia, links, notes):
     subtree_mass = inertia[:, 0].copy()
     for i in reversed(range(len(bodies))):
         if bodies[i]['parent'] >= 0:
             subtree_mass[bodies[i]['parent']] += subtree_mass[i]
     for i, body in enumerate(bodies):
         where = f"link '{body['link']}' (moved by joint '{body['joint']['name']}')"
-        if subtree_mass[i] <= 0.0:
+        if subtree_mass[i] <= 0.0 and not inertia[i:, 4:7].any():
             raise URDFError(f'{where} has no <inertial>, nor has anything it carries: '
                             'the joint would move nothing with mass')
         if links[body['link']] is None and inertia[i, 0] <= 0.0:
-            warnings.warn(f'{where} has no <inertial> and nothing with mass is fixed to it; '
-                          'it is treated as massless')
+            notes.warn(f'{where} has no <inertial> and nothing with mass is fixed to it; '
+                       'it is treated as massless')
 
 
 def _model(bodies, frames, inertia, base, tip, gravity):
-    def column(key, index=None):
-        values = [b['joint'][key] if index is None else b['joint'][key][index] for b in bodies]
-        return np.array(values, dtype=float).reshape(len(bodies), -1)
+    """The Model: one body per moving joint; the mimic joints' bodies are dependent."""
+    independent = [b for b in bodies if b['joint']['mimic'] is None]
+
+    def column(key, index):
+        return np.array([b['joint'][key][index] for b in independent], dtype=float)
 
     names = tuple(frames)
     return Model(
-        joint_names=tuple(b['joint']['name'] for b in bodies),
+        joint_names=tuple(b['joint']['name'] for b in independent),
         joint_type=np.array([MOVING[b['joint']['kind']] for b in bodies], dtype=int),
         parent=np.array([b['parent'] for b in bodies], dtype=int),
-        joint_axis=column('axis').reshape(-1, 3),
+        joint_axis=np.array([b['joint']['axis'] for b in bodies]).reshape(-1, 3),
         joint_placement=np.array([b['placement'] for b in bodies]).reshape(-1, 4, 4),
         inertia=inertia,
-        lower=column('limits', 0).ravel(), upper=column('limits', 1).ravel(),
-        velocity_limit=column('limits', 2).ravel(), effort_limit=column('limits', 3).ravel(),
+        lower=column('limits', 0), upper=column('limits', 1),
+        velocity_limit=column('limits', 2), effort_limit=column('limits', 3),
         frame_names=names,
         frame_body=np.array([frames[n][0] for n in names], dtype=int),
         frame_placement=np.array([frames[n][1] for n in names]).reshape(-1, 4, 4),
-        base=base, tip=tip, gravity=gravity)
+        base=base, tip=tip, gravity=gravity,
+        body_names=tuple(b['joint']['name'] for b in bodies),
+        mimic=tuple((b['joint']['name'], *b['joint']['leader']) for b in bodies
+                    if b['joint']['mimic'] is not None))
 
 
 def _check_joint_inertias(model):
     """Refuse a mass matrix that is (numerically) singular at q0 = 0 clamped into the limits.
 
-    The articulated-body pivot D_i = A_i^T I^A_i A_i is the inertia joint i moves while the
-    joints it carries are free; the D_i are the pivots of M = U D U^T with children eliminated
-    before parents, so M is positive definite iff all are positive. Computed in body coordinates,
-    they are free of the round-off that distances from the base bring to the kernels; each must
-    exceed MIN_JOINT_INERTIA and MIN_PIVOT times that round-off, else forward dynamics divides by
-    (next to) zero. Checked leaves first, so the joint named is the one at fault.
+    The articulated-body pivots D_i (algorithms/pivots.py) are those of M = U D U^T, so M is
+    positive definite iff all are positive. Each must exceed MIN_JOINT_INERTIA and MIN_PIVOT
+    times its round-off scale, else forward dynamics divides by (next to) zero. Checked leaves
+    first, so the joint named is the one at fault.
     """
-    pivot, scale = _pivots(model, model.neutral_position)
+    pivot, scale = articulated_pivots(model, model.neutral_position)
     for i in reversed(range(model.nb)):
         floor = max(MIN_PIVOT * scale[i], MIN_JOINT_INERTIA)
         if not pivot[i] > floor:
@@ -409,50 +572,17 @@ def _check_joint_inertias(model):
                 'carries')
 
 
-def _pivots(model, q0):
-    """Articulated-body pivots D_i at q0, and their round-off scales.
+def _check_mass_matrix(model):
+    """With mimic joints: refuse M = G^T M_body G if it is singular at q0.
 
-    I^A_i = G_i + sum over children c of X_c^T (I^A_c - U_c U_c^T / D_c) X_c with U_c = I^A_c A_c
-    and D_c = A_c^T U_c (the articulated-body inertias of Featherstone's Rigid Body Dynamics
-    Algorithms, ch. 7), X_c the twist transform parent -> child.
-    The scale is that of the composite inertia G^c_i: tr(I_O) / 2 + m |p_i|^2 for a revolute
-    joint (I_O about the body origin, p_i that origin in the base frame), m for a prismatic one.
+    The pivots of the bodies' M do not apply: a massless finger may follow a leader that moves
+    mass. The smallest eigenvalue must exceed MIN_JOINT_INERTIA and MIN_PIVOT times the largest; the
+    joint named is the one its eigenvector moves most.
     """
-    T_parent = [X @ _joint_motion(kind, axis, q) for X, kind, axis, q in
-                zip(model.joint_placement, model.joint_type, model.joint_axis, q0)]
-    T_base = []
-    for T, parent in zip(T_parent, model.parent):
-        T_base.append(T_base[parent] @ T if parent >= 0 else T)
-    composite = [_spatial_inertia(parameters) for parameters in model.inertia]
-    articulated = [G.copy() for G in composite]
-    pivot, scale = np.empty(model.nb), np.empty(model.nb)
-    for i in reversed(range(model.nb)):
-        prismatic = model.joint_type[i] == PRISMATIC
-        A = np.concatenate([np.zeros(3), model.joint_axis[i]] if prismatic else
-                           [model.joint_axis[i], np.zeros(3)])
-        U = articulated[i] @ A
-        pivot[i] = A @ U
-        G, p = composite[i], T_base[i][:3, 3]
-        scale[i] = G[3, 3] if prismatic else np.trace(G[:3, :3]) / 2 + G[3, 3] * (p @ p)
-        parent = model.parent[i]
-        if parent >= 0:
-            X = _twist_transform(T_parent[i])
-            composite[parent] += X.T @ G @ X
-            if pivot[i] > 0.0:  # else the model is refused at joint i
-                articulated[parent] += X.T @ (articulated[i] - np.outer(U, U) / pivot[i]) @ X
-    return pivot, scale
-
-
-def _spatial_inertia(parameters):
-    """G = [[I, [h]], [[h]^T, m 1]] of standard parameters (L&P eq. 8.32 about the body origin)."""
-    m, hx, hy, hz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz = parameters
-    H = np.array([[0.0, -hz, hy], [hz, 0.0, -hx], [-hy, hx, 0.0]])
-    return np.block([[np.array([[Ixx, Ixy, Ixz], [Ixy, Iyy, Iyz], [Ixz, Iyz, Izz]]), H],
-                     [H.T, m * np.eye(3)]])
-
-
-def _twist_transform(T):
-    """Ad of T^-1: a twist in the parent's coordinates seen in the child's, T the child's pose."""
-    R, p = T[:3, :3], T[:3, 3]
-    P = np.array([[0.0, -p[2], p[1]], [p[2], 0.0, -p[0]], [-p[1], p[0], 0.0]])
-    return np.block([[R.T, np.zeros((3, 3))], [-R.T @ P, R.T]])
+    w, vectors = np.linalg.eigh(mass_matrix(model, model.neutral_position))
+    floor = max(MIN_PIVOT * w[-1], MIN_JOINT_INERTIA)
+    if not w[0] > floor:
+        name = model.joint_names[int(np.argmax(np.abs(vectors[:, 0])))]
+        raise URDFError(f"joint '{name}' (with the mimic joints that follow it) moves an "
+                        f'inertia of {w[0]:.3g} at q = 0 (clamped into the limits), not above '
+                        f'{floor:.3g}: the mass matrix is singular there')

@@ -92,7 +92,7 @@ def with_inertial_parameters(model, values):
         if not (check['positive_mass'] and check['positive_definite']):
             what = (f'mass {body[0]:.6g} kg' if not check['positive_mass'] else
                     f"principal moments about the centre of mass {check['principal_moments']}")
-            raise ConfigError(f'inertial_parameters: body {i} (moved by {model.joint_names[i]}) '
+            raise ConfigError(f'inertial_parameters: body {i} (moved by {model.body_names[i]}) '
                               f'is not physical: {what}; needs mass > 0 and a positive definite '
                               'inertia about the centre of mass')
     return model.replace(inertia=theta)
@@ -134,6 +134,10 @@ def joint_order(model, joints):
     if not joints:
         return tuple(model.joint_names), np.arange(model.nv)
     chain = f"chain {model.base} -> {model.tip or '(whole tree)'} has {list(model.joint_names)}"
+    mimic = [f"'{m.name}' (it follows '{m.leader}')" for m in model.mimic if m.name in joints]
+    if mimic:
+        raise ConfigError(f'joints lists mimic joints {", ".join(mimic)}: a mimic joint is no '
+                          f'degree of freedom, list its leader instead; the {chain}')
     unknown = [j for j in joints if j not in model.joint_names]
     if unknown:
         raise ConfigError(f'unknown joints {unknown} in joints; the {chain}')

@@ -20,6 +20,7 @@ from numba import prange
 from .._jit import jit
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
 from ..layout import BODY_INERTIA, BODY_PARENT, WS_BC, WS_IB, WS_P, WS_R, WS_S, WS_SD, WS_VW
+from ..mimic import MATRIX, reduced
 from ..spatial import (accumulate, add, inertia_times_motion, load3, load9, load10,
                        motion_cross, scale, store, transform_inertia)
 from .batch import chunk, chunk_count
@@ -165,6 +166,8 @@ def coriolis_matrix(model, q, v, data=None):
 
     (N, nv, nv) for N states.
     """
+    if model.mimic:
+        return reduced(coriolis_matrix, model, q, v, out=MATRIX, data=data)
     if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
         q, v = joint_arrays(model, q=q, v=v)
     nv = len(model.table)

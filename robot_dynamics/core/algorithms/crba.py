@@ -13,6 +13,7 @@ from numba import prange
 from .._jit import jit, parallel
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
 from ..layout import BODY_ARMATURE, BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
+from ..mimic import MATRIX, reduced
 from ..spatial import accumulate, force_to_parent, load3, load9, load10, store, transform_inertia
 from .batch import chunk, chunk_count
 from .kinematics import joint_force, joint_transform, revolute
@@ -74,6 +75,8 @@ def mass_matrix(model, q, data=None):
 
     (N, nv, nv) for q (N, nv).
     """
+    if model.mimic:
+        return reduced(mass_matrix, model, q, out=MATRIX, data=data)
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)

@@ -10,10 +10,11 @@ from .._jit import jit
 from ..arguments import (F64, NO_WRENCHES, NOT_POSITIVE_DEFINITE, argument_error, joint_arrays,
                          state_status, workspace, wrenches)
 from ..layout import WS_M
+from ..mimic import solve
 from .batch import chunk, chunk_count, wrench_row
-from .crba import mass_matrix_state
+from .crba import mass_matrix, mass_matrix_state
 from .linalg import cholesky, cholesky_solve
-from .rnea import rnea_state
+from .rnea import rnea, rnea_state
 
 
 @jit
@@ -50,7 +51,16 @@ def forward_dynamics_kernel(table, q, v, tau, f_ext, ws, qdd):
 
 
 def forward_dynamics(model, q, v, tau, f_ext=None, data=None):
-    """Joint accelerations q̈ produced by joint torques τ (and body wrenches f_ext) at (q, q̇)."""
+    """Joint accelerations q̈ produced by joint torques τ (and body wrenches f_ext) at (q, q̇).
+
+    With mimic joints, q̈ solves M q̈ = τ - rnea(q, q̇, 0, f_ext) in independent coordinates.
+    """
+    if model.mimic:
+        tau, = joint_arrays(model, tau=tau)
+        bias = rnea(model, q, v, np.zeros(np.shape(q)), f_ext, data)
+        if tau.shape != bias.shape:
+            raise ValueError(f'tau must have the shape of q, {bias.shape}, got shape {tau.shape}')
+        return solve(mass_matrix(model, q, data), tau - bias)
     if not (type(q) is type(v) is type(tau) is np.ndarray
             and q.dtype is v.dtype is tau.dtype is F64):
         q, v, tau = joint_arrays(model, q=q, v=v, tau=tau)

@@ -46,5 +46,6 @@ def joint_friction(model, v):
     if v.ndim > 2 or v.shape[-1] != model.nv:
         raise ValueError(f'v must have {joint_shapes(model, "v")}, got shape {v.shape}')
     tau = np.empty(v.shape)
-    joint_friction_kernel(model.table, v.reshape(-1, model.nv), tau.reshape(-1, model.nv))
+    table = model.table[model.independent] if model.mimic else model.table   # rows of the joints
+    joint_friction_kernel(table, v.reshape(-1, model.nv), tau.reshape(-1, model.nv))
     return tau

@@ -17,6 +17,7 @@ from numba import prange
 from .._jit import jit
 from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
 from ..layout import BODY_PARENT, FRAME_BODY, FRAME_POS, FRAME_ROT, WS_A, WS_P, WS_R, WS_S, WS_V
+from ..mimic import BODY, JACOBIAN, reduced
 from ..spatial import (add, cross, load3, load9, motion_to_child, rotate, rotate_transpose,
                        rotation_product)
 from .batch import chunk, chunk_count
@@ -182,6 +183,8 @@ def frame_motion_kernel(table, frames, f, reference, acceleration, q, v, ws, out
 
 def frame_pose(model, q, frame, data=None):
     """4x4 pose of a named frame in the base frame."""
+    if model.mimic:
+        return reduced(frame_pose, model, q, out=BODY, frame=frame, data=data)
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     T = np.empty((4, 4) if q.ndim == 1 else q.shape[:-1] + (4, 4))
@@ -194,6 +197,9 @@ def frame_pose(model, q, frame, data=None):
 
 def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None):
     """6 x nv Jacobian of a named frame, angular rows first, in ``reference``."""
+    if model.mimic:
+        return reduced(frame_jacobian, model, q, out=JACOBIAN, frame=frame, reference=reference,
+                       data=data)
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)
@@ -207,6 +213,9 @@ def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None):
 
 
 def _frame_motion(model, q, v, frame, reference, acceleration, data):
+    if model.mimic:
+        return reduced(_frame_motion, model, q, v, out=BODY, frame=frame, reference=reference,
+                       acceleration=acceleration, data=data)
     if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
         q, v = joint_arrays(model, q=q, v=v)
     out = np.empty(6 if q.ndim == 1 else q.shape[:-1] + (6,))

@@ -25,6 +25,7 @@ from ..arguments import (F64, NO_WRENCHES, argument_error, joint_arrays, state_s
                          wrenches)
 from ..layout import (BODY_ARMATURE, BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A,
                       WS_F, WS_HM, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
+from ..mimic import TORQUE, reduced
 from ..spatial import (ZERO, accumulate, add, cross, dot, force_cross, force_to_parent,
                        inertia_times_motion, load3, load4, load9, load10, motion_to_child, rotate,
                        rotate_transpose, scale, store, sub)
@@ -188,6 +189,8 @@ def rnea(model, q, v, a, f_ext=None, data=None):
     ``f_ext``: (nb, 6) external wrenches (moment, force) on each body, in its body frame.
     q, v, a of shape (N, nv) give τ of shape (N, nv), with f_ext (N, nb, 6) or shared (nb, 6).
     """
+    if model.mimic:
+        return reduced(rnea, model, q, v, a, out=TORQUE, f_ext=f_ext, data=data)
     if not (type(q) is type(v) is type(a) is np.ndarray and q.dtype is v.dtype is a.dtype is F64):
         q, v, a = joint_arrays(model, q=q, v=v, a=a)
     f = NO_WRENCHES if f_ext is None else wrenches(model, f_ext)
@@ -204,6 +207,8 @@ def gravity(model, q, data=None):
 
     Friction τ_f(0) = 0 and armature (times q̈ = 0) do not enter.
     """
+    if model.mimic:
+        return reduced(gravity, model, q, out=TORQUE, data=data)
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     tau = np.empty(q.shape)
@@ -216,6 +221,8 @@ def gravity(model, q, data=None):
 
 def nonlinear_effects(model, q, v, data=None):
     """C(q, q̇) q̇ + g(q) + τ_f(q̇) = rnea(q, q̇, 0): the joint friction included."""
+    if model.mimic:
+        return reduced(nonlinear_effects, model, q, v, out=TORQUE, data=data)
     if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
         q, v = joint_arrays(model, q=q, v=v)
     tau = np.empty(q.shape)

@@ -12,9 +12,10 @@ from .._jit import jit
 from ..arguments import (F64, NOT_POSITIVE_DEFINITE, SINGULAR, argument_error, damping_value,
                          joint_arrays, state_status, workspace)
 from ..layout import WS_M, WS_Y
+from ..mimic import task_space
 from .batch import chunk, chunk_count
-from .crba import mass_matrix_state
-from .jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian_state, reference_code
+from .crba import mass_matrix, mass_matrix_state
+from .jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_jacobian_state, reference_code
 from .linalg import cholesky, cholesky_inverse, solve_lower
 
 
@@ -69,14 +70,21 @@ def task_space_kernel(table, frames, f, reference, first_row, damping, invert, q
 
 
 def _task_space(model, q, frame, reference, first_row, damping, invert, data):
-    if not (type(q) is np.ndarray and q.dtype is F64):
-        q, = joint_arrays(model, q=q)
     n = 6 - first_row
-    out = np.empty((n, n) if q.ndim == 1 else q.shape[:-1] + (n, n))
-    ws = model.workspaces.ws if data is None else workspace(model, data)
-    status = task_space_kernel(model.table, model.frames, model.frame_index(frame),
-                               reference_code(reference), first_row, damping_value(damping),
-                               invert, q, ws, out)
+    if model.mimic:   # J and M in independent coordinates (mimic.py)
+        J = frame_jacobian(model, q, frame, reference, data)[..., first_row:, :]
+        try:
+            return task_space(J, mass_matrix(model, q, data), damping_value(damping), invert)
+        except np.linalg.LinAlgError:
+            status = SINGULAR
+    else:
+        if not (type(q) is np.ndarray and q.dtype is F64):
+            q, = joint_arrays(model, q=q)
+        out = np.empty((n, n) if q.ndim == 1 else q.shape[:-1] + (n, n))
+        ws = model.workspaces.ws if data is None else workspace(model, data)
+        status = task_space_kernel(model.table, model.frames, model.frame_index(frame),
+                                   reference_code(reference), first_row, damping_value(damping),
+                                   invert, q, ws, out)
     if status == SINGULAR:
         what = ('J_v M^-1 J_v^T (3x3 translational mobility)' if first_row else
                 'J M^-1 J^T (6x6 task-space mobility)')
