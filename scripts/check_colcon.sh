@@ -16,7 +16,7 @@ prefix=$ws/install/robot_dynamics
 share=$prefix/share/robot_dynamics
 
 fail() { echo "check_colcon: $*" >&2; exit 1; }
-for exe in dynamics_controller wrench_estimator arm_simulator record_joint_states fit_dynamics; do
+for exe in dynamics_controller wrench_estimator arm_simulator record_joint_states fit_dynamics pfl_map; do
     [ -x "$prefix/lib/robot_dynamics/$exe" ] || fail "missing executable lib/robot_dynamics/$exe"
 done
 [ -f "$prefix/share/ament_index/resource_index/packages/robot_dynamics" ] \
@@ -52,7 +52,8 @@ found = get_package_share_directory('robot_dynamics')
 assert os.path.samefile(found, share), f'ament index gives {found}, expected {share}'
 scripts = [ep for ep in distribution('robot_dynamics').entry_points
            if ep.group == 'console_scripts']
-assert len(scripts) == 5, scripts
+executables = set(os.listdir(os.path.join(prefix, 'lib', 'robot_dynamics')))
+assert {ep.name for ep in scripts} == executables, (scripts, executables)
 for ep in scripts:
     main = ep.load()
     module = sys.modules[ep.module]
