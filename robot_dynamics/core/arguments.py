@@ -113,14 +113,14 @@ def workspace(model, data):
     return data.ws
 
 
-def damping_value(damping):
-    """damping as a finite float >= 0, else a ValueError."""
+def damping_value(damping, name='damping'):
+    """damping as a finite float >= 0, else a ValueError naming ``name``."""
     try:
         value = float(damping)
     except (TypeError, ValueError):
         value = np.nan
     if not 0.0 <= value < np.inf:
-        raise ValueError(f'damping must be a finite number >= 0, got {damping!r}')
+        raise ValueError(f'{name} must be a finite number >= 0, got {damping!r}')
     return value
 
 

@@ -155,12 +155,7 @@ class TaskSpaceLaw:
 
     @damping_ratio.setter
     def damping_ratio(self, ratio):
-        try:
-            ratio = float(ratio)
-        except (TypeError, ValueError):
-            ratio = np.nan
-        if not 0.0 <= ratio < np.inf:
-            raise ValueError(f'damping_ratio must be a finite number >= 0, got {ratio!r}')
+        ratio = damping_value(ratio, 'damping_ratio')
         check_velocity_limit(ratio, getattr(self, '_max_velocity', INF2))
         self._damping_ratio = ratio
 
