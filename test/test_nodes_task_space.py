@@ -33,7 +33,10 @@ from robot_dynamics import bringup
 from robot_dynamics.core.algorithms.operational_space import pose_error
 from ros_harness import BEST_EFFORT, session, stamp_of
 
-STIFFNESS = np.array([1000.0, 1000.0, 1000.0, 50.0, 50.0, 50.0])   # N/m, N m/rad
+# N/m, N m/rad. The UR5e's wrist_3 (3e-4 kg m², no armature in the URDF) under 50 N m/rad would
+# ring at sqrt(k / Λ) = 441 rad/s, unstable at 1 kHz once the loop lags two steps (README)
+STIFFNESS = {'panda': np.array([1000.0, 1000.0, 1000.0, 50.0, 50.0, 50.0]),
+             'ur5e': np.array([1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0])}
 PUSH = 10.0          # N
 ELBOW = {'panda': 'panda_link4', 'ur5e': 'forearm_link'}
 CASES = [('panda', 'internal'), ('ur5e', 'mujoco')]
@@ -62,7 +65,9 @@ class Arm:
                                                   10)
         self.wrench = self.probe.create_publisher(WrenchStamped,
                                                   '/arm_simulator/external_wrench', 10)
-        controller = {'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS.tolist()}
+        self.stiffness = STIFFNESS[robot]
+        controller = {'mode': 'cartesian_impedance',
+                      'cartesian.stiffness': self.stiffness.tolist()}
         self.launch = ros.launch(bringup.nodes('simulated_arm', robot=robot, overrides={
             'arm_simulator': {'engine': engine, 'command_wait': 0.1},
             'dynamics_controller': controller}))
@@ -104,6 +109,25 @@ class Arm:
         """Set dynamics_controller parameters ('__' for '.'); returns the results."""
         return self.probe.set_parameters('dynamics_controller', {
             k.replace('__', '.'): v for k, v in values.items()})
+
+    def timeouts(self):
+        """How often the controller stopped commanding (no joint states for state_timeout)."""
+        return self.launch.count('dynamics_controller', 'stopped commanding')
+
+    def attempt(self, step, tries=3):
+        """step() again (up to ``tries``) while a state timeout interrupts it.
+
+        On a loaded machine the simulator can stall for longer than state_timeout; the
+        controller then floats the arm and, when states return, holds the pose it finds: a
+        legitimate reaction that moves the reference, so the step is measured anew.
+        """
+        for _ in range(tries):
+            before = self.timeouts()
+            result = step()
+            if self.timeouts() == before:
+                return result
+            print(f'{self.robot}: a state timeout interrupted the step: again')
+        raise AssertionError(f'state timeouts in {tries} tries\n{self.launch.logs()}')
 
     def close(self):
         codes = self.launch.processes.stop(timeout=20.0)
@@ -157,15 +181,21 @@ def test_push_displaces_the_tip_by_f_over_k(arm, axis):
     """A force F on one axis at rest: displacement F/k on it within 5 %, < 1 mm on the others."""
     force = np.zeros(3)
     force[axis] = PUSH
-    before = arm.now()
-    arm.push(force)
-    arm.wait(1.5)
-    arm.push(np.zeros(3))
-    onset = next(t for t, T in zip(*arm.tip(before)) if
-                 np.linalg.norm(T[:3, 3] - arm.start[:3, 3]) > 1e-4 * PUSH / STIFFNESS[axis])
-    t, T = arm.tip(onset + 1.2, onset + 1.4)
-    displacement = (T[:, :3, 3] - arm.start[:3, 3]).mean(axis=0)
-    expected = force / STIFFNESS[:3]
+
+    def push():
+        before = arm.now()
+        rest = arm.tip(before - 0.1)[1][:, :3, 3].mean(axis=0)
+        arm.push(force)
+        arm.wait(1.5)
+        arm.push(np.zeros(3))
+        onset = next(t for t, T in zip(*arm.tip(before)) if
+                     np.linalg.norm(T[:3, 3] - rest) > 0.05 * PUSH / arm.stiffness[axis])
+        t, T = arm.tip(onset + 1.2, onset + 1.4)
+        arm.wait(1.0)   # back at rest before the next step
+        return t, (T[:, :3, 3] - rest).mean(axis=0)
+
+    t, displacement = arm.attempt(push)
+    expected = force / arm.stiffness[:3]
     ratio = displacement[axis] / expected[axis]
     others = np.abs(np.delete(displacement, axis)).max()
     print(f'{arm.robot}: push {PUSH} N along {"xyz"[axis]}: displacement '
@@ -173,7 +203,6 @@ def test_push_displaces_the_tip_by_f_over_k(arm, axis):
           f'{1e3 * others:.4f} mm')
     assert len(t) > 100
     assert abs(ratio - 1) < 0.05 and others < 1e-3
-    arm.wait(1.0)   # back at rest before the next test
 
 
 def test_posture_moves_the_elbow_not_the_tip(arm):
@@ -181,15 +210,16 @@ def test_posture_moves_the_elbow_not_the_tip(arm):
 
     The UR5e has no null space (N = 0): nothing moves, the elbow stays within 0.5 mm too.
     """
-    t0 = arm.now()
-    _, q = arm.q(t0 - 0.01)
-    posture = q[-1].copy()
-    posture[[0, 2]] += (0.3, -0.3)
-    result = arm.set(nullspace__posture=posture[arm.order].tolist())[0]
-    assert result.successful, result.reason
-    arm.wait(2.5)
-    _, T = arm.tip(t0)
-    _, elbow = arm.poses(ELBOW[arm.robot], t0)
+    def move():
+        t0 = arm.now()
+        posture = arm.q(t0 - 0.01)[1][-1]
+        posture[[0, 2]] += (0.3, -0.3)
+        result = arm.set(nullspace__posture=posture[arm.order].tolist())[0]
+        assert result.successful, result.reason
+        arm.wait(2.5)
+        return arm.tip(t0)[1], arm.poses(ELBOW[arm.robot], t0)[1]
+
+    T, elbow = arm.attempt(move)
     tip = np.linalg.norm(T[:, :3, 3] - T[0, :3, 3], axis=1).max()
     moved = np.linalg.norm(elbow[-1, :3, 3] - elbow[0, :3, 3])
     print(f'{arm.robot}: posture change: elbow moved {1e3 * moved:.2f} mm, tip within '
@@ -202,7 +232,7 @@ BAD = [({'cartesian__stiffness': [1.0] * 5}, 'needs 6'),
        ({'cartesian__stiffness': [-1.0] + [1.0] * 5}, '>= 0'),
        ({'cartesian__max_error': [0.0, 0.1]}, '> 0'),
        ({'nullspace__posture': [0.0, 0.0]}, 'one per joint'),
-       ({'cartesian__damping_ratio': 0.0}, 'damping_ratio > 0'),
+       ({'cartesian__max_velocity': [0.5, -1.0]}, '> 0'),
        ({'mode': 'cartesian'}, 'one of')]
 
 
@@ -223,21 +253,24 @@ def test_operational_space_reaches_a_target_in_the_tip_frame(arm):
     """A target 7 cm and 0.1 rad away in tip axes: reached within 1 mm / 2 mrad, < 1 mm past."""
     result = arm.set(mode='operational_space')[0]
     assert result.successful, result.reason
-    arm.wait(0.3)
-    t0 = arm.now()
-    _, T = arm.tip(t0 - 0.005)
     offset = np.eye(4)
     offset[:3, :3] = Rotation.from_rotvec([0.06, -0.05, 0.06]).as_matrix()
     offset[:3, 3] = (0.03, -0.04, 0.05)
-    goal = T[-1] @ offset
     msg = PoseStamped()
     msg.header.frame_id = arm.model.tip
     p, o = msg.pose.position, msg.pose.orientation
     p.x, p.y, p.z = offset[:3, 3].tolist()
     o.x, o.y, o.z, o.w = Rotation.from_matrix(offset[:3, :3]).as_quat().tolist()
-    arm.target.publish(msg)
-    arm.wait(3.0)
-    t, T = arm.tip(t0)
+
+    def reach():
+        arm.wait(0.3)
+        t0 = arm.now()
+        goal = arm.tip(t0 - 0.005)[1][-1] @ offset
+        arm.target.publish(msg)
+        arm.wait(3.0)
+        return goal, arm.tip(t0)[1]
+
+    goal, T = arm.attempt(reach)
     position, rotation = errors(goal, T[-200:])
     path = T[:, :3, 3] - T[0, :3, 3]
     direction = goal[:3, 3] - T[0, :3, 3]

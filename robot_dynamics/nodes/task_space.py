@@ -35,15 +35,16 @@ CONDITION_WARNING = 1e6  # κ(J M⁻¹ Jᵀ) above: /diagnostics warns of a near
 INF = float('inf')
 
 PARAMS = (
-    Param('cartesian.stiffness', [1000.0, 1000.0, 1000.0, 50.0, 50.0, 50.0], 'double[]',
+    Param('cartesian.stiffness', [1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0], 'double[]',
           'Cartesian stiffness K, base axes: N/m along x, y, z, then N m/rad about x, y, z '
           '(cartesian_impedance; operational_space without inertia shaping)'),
     Param('cartesian.damping_ratio', 1.0, 'double', 'damping ratio of every Cartesian mode '
           '(double diagonalisation against the task-space inertia)', range=(0.0, 10.0)),
     Param('cartesian.max_error', [0.05, 0.25], 'double[]', 'the pose error is clipped to '
           '[translation m, rotation rad] (> 0; .inf: no clip): a far target pulls no harder'),
-    Param('cartesian.max_velocity', [0.5, 1.0], 'double[]', 'the spring asks for at most '
-          '[m/s, rad/s] (> 0; .inf: no limit; needs damping_ratio > 0)'),
+    Param('cartesian.max_velocity', [INF, INF], 'double[]', 'the spring asks for at most '
+          '[m/s, rad/s] through the damping, v = D^-1 K e clipped (> 0; .inf: no limit; needs '
+          'damping_ratio > 0); for free motion only: it also caps the force held at rest'),
     Param('cartesian.coriolis_compensation', False, 'bool', 'cartesian_impedance adds C(q, '
           'qdot) qdot and the model friction (false: only g(q), the passive law)'),
     Param('operational_space.inertia_shaping', True, 'bool', 'operational_space shapes the '
