@@ -84,7 +84,7 @@ class Arm:
             time.sleep(0.01)
 
     def q(self, since, until=np.inf):
-        """(stamps, q (k, nv) in model order) of the states in [since, until]."""
+        """The states stamped in [since, until]: (stamps, positions (k, nv) in model order)."""
         picked = window(self.states, since, until)
         assert picked, 'no joint states in the window'
         index = [list(picked[0].name).index(j) for j in self.model.joint_names]

@@ -243,8 +243,8 @@ class TaskSpace:
         if self.law is None or self.pose_d is None or self.node.q_last is None:
             return None, {}
         condition = self.law.condition
-        error = rd.pose_error(self.pose_d, rd.frame_pose(self.law.model, self.node.q_last,
-                                                        self.law.frame))
+        tip = rd.frame_pose(self.law.model, self.node.q_last, self.law.frame)
+        error = rd.pose_error(self.pose_d, tip)
         values = {'task_condition_number': f'{condition:.4g}',
                   'task_position_error_mm': round(1e3 * float(np.linalg.norm(error[3:])), 4),
                   'task_rotation_error_mrad': round(1e3 * float(np.linalg.norm(error[:3])), 4)}
