@@ -14,7 +14,6 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from builtin_interfaces.msg import Time
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
@@ -171,7 +170,7 @@ def test_nodes_load_the_fitted_yaml(ros, tmp_path):
     params = tmp_path / 'fitted.yaml'
     assert fit.main([str(tmp_path / 'log.npz'), '--robot', 'panda', '--payload', '--friction',
                      '--armature', '-o', str(params)]) == 0
-    document = yaml.safe_load(params.read_text())
+    document = bringup.load_config(params)
     specs = bringup.nodes('gravity_compensation', robot='panda', config=str(params))
     specs.append(bringup.NodeSpec('wrench_estimator', 'wrench_estimator', str(params),
                                   {'robot_description': specs[0].parameters['robot_description']}))
