@@ -287,3 +287,19 @@ def test_two_arms_each_under_its_profile(tmp_path, engines):
     assert max(rest.values()) < 0.5
     assert abs(pushed[2] + 15.0) < 1.0 and np.abs(pushed[:2]).max() < 1.0
     assert right_moved < 1e-4 and right_force < 0.5
+
+
+def test_prefix_and_namespace_for_a_description_with_prefixed_names(tmp_path):
+    """franka_fr3_duo style: left_fr3_joint1..; the prefix reaches every name the config gives."""
+    specs = bringup.nodes('simulated_arm', urdf=str(tmp_path / 'unused.urdf'), config='fr3',
+                          use_description_topic=True, namespace='left', prefix='left_')
+    by_name = {s.name: s for s in specs}
+    assert {s.namespace for s in specs} == {'left'}
+    assert {s.label for s in specs} == {f'left.{n}' for n in CLASSES}
+    for name, spec in by_name.items():
+        assert spec.parameters['joints'] == [f'left_fr3_joint{i}' for i in range(1, 8)]
+        assert (spec.parameters['base'], spec.parameters['tip']) == \
+            ('left_fr3_link0', 'left_fr3_hand_tcp')
+    assert by_name['wrench_estimator'].parameters['reference_frame'] == 'left_fr3_link0'
+    with pytest.raises(ValueError, match="no parameter file 'fr4'"):
+        bringup.nodes('simulated_arm', config='fr4')

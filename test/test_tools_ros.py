@@ -141,6 +141,20 @@ def test_recorder_stops_after_duration_and_csv_without_velocities(ros, publisher
     assert 'without velocities' in recorder.log()
 
 
+def test_recorder_records_currents_as_torques(ros, publisher, tmp_path):
+    """measured_effort current: efforts times torque_constants (joints order); refused without."""
+    output = tmp_path / 'log.npz'
+    refused = Recorder(ros, tmp_path / 'x.npz', 'measured_effort:=current')
+    recorder = Recorder(ros, output, 'duration:=0.006', 'joints:=[j2, j1]',
+                        'measured_effort:=current', 'torque_constants:=[3.0, 0.5]')
+    publish(ros, publisher, [joint_state(k) for k in range(6)])
+    assert recorder.wait() == 0, recorder.log()
+    assert refused.wait() == 1 and 'needs joints and one torque constant' in refused.log()
+    k = np.arange(4)
+    assert np.array_equal(recording.load(output).tau,
+                          np.column_stack([3.0 * (200.0 + k / 4), 0.5 * (100.0 + k / 4)]))
+
+
 def test_recorder_refuses_a_bad_output_and_too_few_samples(ros, tmp_path):
     bad = Recorder(ros, tmp_path / 'log.txt')
     few = Recorder(ros, tmp_path / 'few.npz', 'min_samples:=5')
