@@ -8,7 +8,6 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
@@ -18,7 +17,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from ros_harness import BEST_EFFORT, session, stamp_of
 
-SIM = yaml.safe_load(open(bringup.config_file('panda.yaml')))['arm_simulator']['ros__parameters']
+SIM = bringup.load_config(bringup.config_file('panda.yaml'))['arm_simulator']['ros__parameters']
 JOINTS, Q0 = SIM['joints'], np.array(SIM['initial_position'])
 
 

@@ -22,7 +22,6 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
@@ -54,7 +53,7 @@ class Arm:
 
     def __init__(self, ros, robot, engine):
         self.ros, self.probe, self.robot = ros, ros.probe, robot
-        config = yaml.safe_load(open(bringup.config_file(f'{robot}.yaml')))
+        config = bringup.load_config(bringup.config_file(f'{robot}.yaml'))
         sim = config['arm_simulator']['ros__parameters']
         self.joints, self.q0 = sim['joints'], np.array(sim['initial_position'])
         self.model = rd.load_urdf(rd.robot_urdf(robot), sim['base'], sim['tip'])
