@@ -42,18 +42,33 @@ class CartesianObserver(demo.Observer):
                                  QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
         self.target = self.create_publisher(PoseStamped, '/dynamics_controller/target_pose', 10)
 
+    def now(self):
+        """The arm's clock as the controller's ~/tip_pose (100 Hz) tells it."""
+        return demo.stamp(self.tips[-1]) if self.tips else 0.0
+
+    def stop_fast_topics(self):
+        """No more 1 kHz joint states and wrenches here: the target stream keeps its pace."""
+        for subscription in list(self.subscriptions):
+            if subscription.topic_name in ('/joint_states', '/wrench_estimator/wrench'):
+                self.executor.create_task(self.destroy_subscription, subscription)
+
     def tip(self, since, until=np.inf):
         """(stamps, positions (k, 3), rotation vectors (k, 3)) of ~/tip_pose in [since, until]."""
         picked = [m for m in list(self.tips) if since <= demo.stamp(m) <= until]
+        if not picked:
+            raise RuntimeError(f'no ~/tip_pose stamped in [{since:.3f}, {until:.3f}]: the '
+                               'controller stopped publishing?')
         p = np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z] for m in picked])
         quaternion = [[m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z,
                        m.pose.orientation.w] for m in picked]
         return (np.array([demo.stamp(m) for m in picked]), p,
                 Rotation.from_quat(quaternion).as_rotvec())
 
-    def send_target(self, frame, position, rotation):
+    def send_target(self, frame, position, rotation, stamp=None):
         msg = PoseStamped()
         msg.header.frame_id = frame
+        if stamp is not None:
+            msg.header.stamp = demo.ros_time(stamp)
         p, o = msg.pose.position, msg.pose.orientation
         p.x, p.y, p.z = [float(x) for x in position]
         o.x, o.y, o.z, o.w = rotation.as_quat().tolist()
@@ -70,6 +85,9 @@ def force(observer, base, fx):
 def hold(observer, processes):
     """Release; (hold pose position, rotation vector, largest tip deviation over 2 s)."""
     demo.wait_for_release(observer, processes)
+    observer.stop_fast_topics()
+    while not observer.tips:
+        time.sleep(0.01)
     released = observer.now()
     demo.progress(observer, released + 2.0, 'holding the tip')
     _, p, r = observer.tip(released, released + 2.0)
@@ -83,7 +101,7 @@ def push_steps(observer, base, p0):
         force(observer, base, fx)
         start = observer.now()
         demo.progress(observer, start + 1.0, f'pushing with {fx:4.1f} N along x')
-        _, p, _ = observer.tip(start + 0.8, start + 1.0)
+        _, p, _ = observer.tip(start + 0.7, start + 1.0)
         displacement.append((p - p0).mean(axis=0))
     return np.array(displacement)
 
@@ -92,15 +110,15 @@ def reach(observer, tip, p0, r0):
     """Release 1 s, then a target 5 cm / 0.1 rad away in the tip frame; (residual, errors)."""
     start = observer.now()
     demo.progress(observer, start + 1.0, 'released')
-    _, p, _ = observer.tip(start + 0.9, start + 1.0)
-    residual = np.linalg.norm(p - p0, axis=1).max()
+    _, p, _ = observer.tip(start + 0.8)
+    residual = np.linalg.norm(p[-1] - p0)
     offset, turn = np.array([0.03, 0.0, 0.04]), Rotation.from_rotvec([0.0, 0.0, 0.1])
     R0 = Rotation.from_rotvec(r0)
     goal_p, goal_r = p0 + R0.apply(offset), R0 * turn
     observer.send_target(tip, offset, turn)
     start = observer.now()
     demo.progress(observer, start + 2.0, 'reaching a target in the tip frame')
-    _, p, r = observer.tip(start + 1.9, start + 2.0)
+    _, p, r = observer.tip(start + 1.8)
     rotation = (goal_r.inv() * Rotation.from_rotvec(r[-1])).magnitude()
     return residual, np.linalg.norm(p[-1] - goal_p), rotation
 
@@ -119,8 +137,8 @@ def circle(observer, base, label):
     start = observer.now()
     end = start + TURNS / FREQUENCY + 0.5
     print(f'   {label}: streaming {TURNS} turns', flush=True)
-    while observer.now() < end:
-        observer.send_target(base, reference(observer.now() - start), rotation)
+    while (now := observer.now()) < end:
+        observer.send_target(base, reference(now - start), rotation, stamp=now)
         time.sleep(0.01)
     t, p, _ = observer.tip(start + 0.25 / FREQUENCY, start + TURNS / FREQUENCY)
     return t - start, p, reference(t - start)

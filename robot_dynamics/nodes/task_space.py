@@ -10,6 +10,9 @@ non-finite check) like the joint modes' commands.
 - ``~/target_pose`` (geometry_msgs/PoseStamped): frame_id empty or the base link, or any frame
   of the model (``model.frame_names``), transformed into the base frame at the newest measured
   pose when the message arrives: T_base_target = T_base_frame(q) T_frame_target.
+  A stream of stamped targets (consecutive stamps at most STREAM_PERIOD apart) also sets the
+  target velocity ẋ_d = pose_error(T_k, T_k−1) / (t_k − t_k−1), the finite-difference twist;
+  it lapses to zero when no target follows within twice that interval (wall time).
 - ``~/target_wrench`` (geometry_msgs/WrenchStamped): feed-forward F_d at the tip origin, in the
   axes of frame_id (empty: base; any model frame: rotated into base axes at the newest pose).
 - ``~/tip_pose`` (geometry_msgs/PoseStamped): the measured tip pose in the base frame, stamped
@@ -18,6 +21,8 @@ non-finite check) like the joint modes' commands.
 Parameters are given translation first (x, y, z, then about x, y, z), as ROS messages order
 poses and twists; the core's vectors are angular first, and the conversion is here only.
 """
+import time
+
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
@@ -25,13 +30,14 @@ from scipy.spatial.transform import Rotation
 import robot_dynamics as rd
 from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace
 
-from .joint_states import BadInput, all_finite
+from .joint_states import BadInput, all_finite, seconds
 from .parameters import ConfigError, Param, vector
 
 CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE = 'cartesian_impedance', 'operational_space'
 MODES = (CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE)
 TIP_POSE_PERIOD = 0.01   # s of the states' clock between ~/tip_pose messages (100 Hz at most)
 CONDITION_WARNING = 1e6  # κ(J M⁻¹ Jᵀ) above: /diagnostics warns of a near-singular pose
+STREAM_PERIOD = 0.1      # s: stamped targets at most this far apart are a stream (ẋ_d)
 INF = float('inf')
 
 PARAMS = (
@@ -139,6 +145,8 @@ class TaskSpace:
     def __init__(self, node):
         self.node, self.law = node, None
         self.pose_d, self.wrench_d = None, np.zeros(6)   # base frame; (moment, force) base axes
+        self.twist_d, self.twist_until = np.zeros(6), -INF   # (ω, ṗ) base axes; monotonic s
+        self.stamp_d = None   # stamp of the last target pose (None: unstamped or held)
         self.posture = None   # the pose at the switch: the default nullspace.posture
         self.tip_pose = node.create_publisher(PoseStamped, '~/tip_pose', 10)
         self.tip_msg, self.tip_published = PoseStamped(), -INF
@@ -153,8 +161,8 @@ class TaskSpace:
 
     def hold(self, q):
         """Hold the tip pose at q (None: at the next state) and the posture q; no feed-forward."""
-        self.pose_d = self.posture = None
-        self.wrench_d = np.zeros(6)
+        self.pose_d = self.posture = self.stamp_d = None
+        self.wrench_d, self.twist_until = np.zeros(6), -INF
         if q is not None and self.law is not None:
             self._hold(q)
 
@@ -171,7 +179,7 @@ class TaskSpace:
         if self.pose_d is None:
             self._hold(q)
         try:
-            tau = self.law(q, v, self.pose_d, wrench_d=self.wrench_d)
+            tau = self.law(q, v, self.pose_d, self.target_twist(), wrench_d=self.wrench_d)
         except ValueError as error:
             raise BadInput(str(error)) from None
         if not all_finite(tau):
@@ -213,13 +221,31 @@ class TaskSpace:
     def on_target_pose(self, msg):
         try:
             self.accepting('target_pose')
-            self.pose_d = self.frame_transform(msg.header.frame_id) @ pose_matrix(msg.pose)
+            pose_d = self.frame_transform(msg.header.frame_id) @ pose_matrix(msg.pose)
         except BadInput as error:
             self.reject(f'target_pose ignored: {error}')
             return
+        self.stream(pose_d, seconds(msg.header.stamp) or None)
+        self.pose_d = pose_d
         p = np.round(self.pose_d[:3, 3], 4).tolist()
         self.node.get_logger().info(f'target_pose: tip to {p} m (base frame)',
                                     throttle_duration_sec=1.0)
+
+    def stream(self, pose_d, stamp):
+        """ẋ_d of a stream of stamped targets (module docstring); ẋ_d lapses otherwise."""
+        dt = None if stamp is None or self.stamp_d is None else stamp - self.stamp_d
+        if dt == 0.0:   # the same instant again: the stream's velocity stands
+            return
+        self.stamp_d = stamp
+        if dt is None or not 0.0 < dt <= STREAM_PERIOD or self.pose_d is None:
+            self.twist_until = -INF
+            return
+        self.twist_d = rd.pose_error(pose_d, self.pose_d) / dt
+        self.twist_until = time.monotonic() + 2.0 * dt
+
+    def target_twist(self):
+        """ẋ_d while a stream of targets lasts, else None (zero)."""
+        return self.twist_d if time.monotonic() < self.twist_until else None
 
     def on_target_wrench(self, msg):
         w = msg.wrench
