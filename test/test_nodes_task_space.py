@@ -186,7 +186,7 @@ def test_hold_under_gravity(arm):
     position, rotation = errors(arm.start, T)
     print(f'{arm.robot}: hold over {t[-1] - t[0]:.2f} s: tip within {1e3 * position.max():.4f} '
           f'mm, {1e3 * rotation.max():.4f} mrad')
-    assert t[-1] - t[0] > 2.9
+    assert t[-1] - t[0] > 2.5 and len(t) > 300   # the probe may miss states when loaded
     assert position.max() < 1e-4
 
 
