@@ -99,8 +99,13 @@ def apply_wrench(sim, wrench, frame):
     msg.header.frame_id = frame
     w = msg.wrench
     (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench
+    applied = sim.launch.count('arm_simulator', 'external wrench')
     sim.wrench.publish(msg)
-    time.sleep(0.2)
+    deadline = time.monotonic() + 10.0    # until the simulator has logged taking it
+    while sim.launch.count('arm_simulator', 'external wrench') == applied:
+        assert time.monotonic() < deadline, 'the simulator did not take the wrench'
+        time.sleep(0.01)
+    sim.states.wait_for_more(5)
 
 
 @pytest.mark.parametrize('frame, reference', [('panda_link0', pin.LOCAL_WORLD_ALIGNED),
