@@ -167,10 +167,13 @@ def plot(model, trajectory, path):
 
 
 def approach(model, q_from, q_to, speed):
-    """A quintic from rest at q_from to rest at q_to, peak speed ``speed`` (1.875 Δq / T)."""
+    """One point: q_to at rest, T = 1.875 max|q_to − q_from| / speed (≥ 1 s) from now.
+
+    The controller blends from its current reference (a quintic from rest: peak speed
+    1.875 Δq / T), so the arm's steady error at the start does not matter.
+    """
     duration = max(1.0, 1.875 * np.abs(q_to - q_from).max() / speed)
-    return JointTrajectory([0.0, duration], [q_from, q_to], np.zeros((2, model.nv)),
-                           np.zeros((2, model.nv)))
+    return JointTrajectory([duration], [q_to], np.zeros((1, model.nv)), np.zeros((1, model.nv)))
 
 
 def fit_command(args, output):
