@@ -136,3 +136,19 @@ def test_plant_layers_compose_and_defaults_do_nothing():
     assert all(np.array_equal(a, b) for a, b in zip(idle.sense(q, v, e), (q, v, e)))
     assert not idle.friction(v).any() and np.array_equal(idle.command(e), e)
     assert set(plant.PROFILES) == {'none', 'realistic', 'panda_gaz2019'}
+
+
+def test_a_profile_fills_what_is_not_given_and_given_values_win():
+    from robot_dynamics.nodes.parameters import MODEL_PARAMS
+    from robot_dynamics.nodes.plant_parameters import PLANT_PARAMS, with_profile
+    model = rd.load_urdf(panda_urdf(), 'panda_link0', 'panda_hand_tcp')
+    values = {p.name: p.default for p in MODEL_PARAMS + PLANT_PARAMS}
+    joints = [f'panda_joint{i}' for i in (7, 1, 2, 3, 4, 5, 6)]   # not the chain order
+    values.update({'plant.profile': 'panda_gaz2019', 'joints': joints})
+    filled = with_profile(values, model, given={'plant.mass_error'})
+    assert filled['plant.mass_error'] == 0.0   # given at its default: kept
+    assert filled['plant.com_error'] == 0.005 and filled['plant.command_delay'] == 1
+    assert filled['armature'] == [0.05] * 7
+    amplitude = plant.GAZ_2019_FRICTION['amplitude']
+    assert filled['plant.sigmoid_friction.amplitude'] == [amplitude[6]] + amplitude[:6]
+    assert filled['friction.viscous'] == []   # not in this profile

@@ -139,7 +139,8 @@ class ArmSimulator(ArmNode):
 
     def _build(self, values, urdf):
         """The simulated arm is the plant: the profile's values on the plant's URDF."""
-        values = with_profile(values, self._build_arm.base_model(values, urdf))
+        given = getattr(self, '_parameter_overrides', {})   # as declare_parameters reads them
+        values = with_profile(values, self._build_arm.base_model(values, urdf), given)
         xml = plant_urdf(values, urdf)
         arm = self._build_plant(values, xml)
         return arm, dataclasses.replace(self.configure(values, arm), urdf=xml)

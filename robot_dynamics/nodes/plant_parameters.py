@@ -2,7 +2,7 @@
 
 A profile (``plant.profile``) fills the parameters left at their defaults with its values (a
 number for a per-joint parameter applies to every joint; a list is in chain order); parameters
-given explicitly win. The plant's URDF is ``plant.robot_description``, else the file
+given at start (parameter file, -p), even at their default values, win. The plant's URDF is ``plant.robot_description``, else the file
 ``plant.urdf``, else the simulator's own ``robot_description``, perturbed by
 ``plant.mass_error`` and ``plant.com_error`` (seed ``plant.seed``).
 """
@@ -59,13 +59,13 @@ PER_JOINT = {p.name for p in PLANT_PARAMS + MODEL_PARAMS if p.per_joint}
 STABILITY = 1.0   # largest friction slope x dt / inertia: the held friction does not oscillate
 
 
-def with_profile(values, model):
-    """``values`` with the profile's filling those left at their defaults (module docstring)."""
+def with_profile(values, model, given=()):
+    """``values`` with the profile's for those not ``given`` and at their defaults."""
     profile, name = plant.PROFILES[values['plant.profile']], values['plant.profile']
     order = joint_order(model, values['joints'])[1]
     filled = dict(values)
     for key, value in profile.items():
-        if not np.array_equal(values[key], DEFAULTS[key]):
+        if key in given or not np.array_equal(values[key], DEFAULTS[key]):
             continue
         if key in PER_JOINT and np.ndim(value) == 0:
             value = [float(value)] * len(order)

@@ -1,7 +1,8 @@
 """The identification loop on a simulated plant that is not its model: before, excite + fit, after.
 
     python -m robot_dynamics.tools.identification_loop [--engine internal|mujoco]
-        [--profile realistic] [--period 8] [--harmonics 4] [--fit-args ...] [--output DIR]
+        [--profile realistic] [--period 8] [--harmonics 4] [--excite '--margin 0.8 --cycles 2']
+        [--fit '--links --friction --armature'] [--set PARAM:=VALUE ...] [--output DIR]
 
 Starts the simulated_arm bring-up (robot_dynamics.run's processes, loopback DDS, a free
 ROS_DOMAIN_ID) with ``arm_simulator`` on ``plant.profile`` and the nodes on the nominal URDF and
@@ -13,11 +14,13 @@ config/panda.yaml, then:
    at rest and its error under a 15 N push at the tip;
 2. ``excite --fit`` (``--links --friction --armature`` by default) through the controller;
 3. the fitted parameters set on the controller and the estimator (their parameter services);
-4. **after**: the same figures. Prints both and writes them to ``OUTPUT/loop_<engine>.yaml``.
+4. **after**: the same figures. Prints both and writes them to ``OUTPUT/loop_<engine>.yaml``
+   (beside the recording ``excitation_<engine>.npz`` and ``fitted_<engine>.yaml``).
 """
 import argparse
 import os
 import pathlib
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -140,7 +143,7 @@ class Probe(Node):
 
 
 def figures(probe, model, q0):
-    """The day-one figures (module docstring, step 1) as a dict."""
+    """Measure the day-one figures of module docstring step 1; returns them as a dict."""
     out = {}
     probe.set_parameters('dynamics_controller', {'mode': 'gravity_compensation'})
     start = probe.now() + 0.3
@@ -195,14 +198,16 @@ def load_fit(probe, path):
             or k.startswith('friction.')})
 
 
-def excite(env, work, args, q0):
-    """Run excite --fit as a user would; returns the fitted YAML's path."""
-    fitted = pathlib.Path(work) / 'fitted.yaml'
+def excite(env, args, q0):
+    """Run excite --fit as a user would (files in --output); returns the fitted YAML's path."""
+    work = pathlib.Path(args.output)
+    fitted = work / f'fitted_{args.engine}.yaml'
     command = [sys.executable, '-m', 'robot_dynamics.tools.excite', '--robot', 'panda',
                '--period', str(args.period), '--harmonics', str(args.harmonics),
                '--time-budget', str(args.time_budget), '--q0', *map(str, q0),
-               '--output', str(pathlib.Path(work) / 'excitation.npz'), '--timeout', '60',
-               '--fit', '--fit-args', *args.fit_args, '-o', str(fitted)]
+               '--output', str(work / f'excitation_{args.engine}.npz'), '--timeout', '60',
+               *shlex.split(args.excite),
+               '--fit', '--fit-args', *shlex.split(args.fit), '-o', str(fitted)]
     result = subprocess.run(command, env=env, capture_output=True, text=True)
     print(result.stdout + result.stderr, flush=True)
     if result.returncode:
@@ -218,7 +223,12 @@ def parse(argv):
     parser.add_argument('--period', type=float, default=8.0)
     parser.add_argument('--harmonics', type=int, default=4)
     parser.add_argument('--time-budget', type=float, default=5.0)
-    parser.add_argument('--fit-args', nargs='+', default=['--links', '--friction', '--armature'])
+    parser.add_argument('--excite', default='--margin 0.8',
+                        help="excite's further options, one string (default: %(default)s)")
+    parser.add_argument('--fit', default='--links --friction --armature',
+                        help="fit_dynamics' options, one string (default: %(default)s)")
+    parser.add_argument('--set', action='append', default=[], metavar='PARAM:=VALUE',
+                        help='an arm_simulator parameter (YAML value), e.g. plant.mass_error:=0.0')
     parser.add_argument('--output', default='.', help='directory of loop_<engine>.yaml')
     return parser.parse_args(argv)
 
@@ -234,7 +244,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix='identification_loop_') as work:
         env = run.loopback_environment(domain, work)
         specs = bringup.nodes('simulated_arm', robot='panda', engine=args.engine, overrides={
-            'arm_simulator': {'plant.profile': args.profile, 'command_wait': 0.1}})
+            'arm_simulator': {'plant.profile': args.profile, 'command_wait': 0.1,
+                              **run.parse_overrides(f'arm_simulator:{x}' for x in args.set)
+                              .get('arm_simulator', {})}})
         processes = run.Processes(specs, env, work, output=work)
         for key in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION', 'FASTDDS_DEFAULT_PROFILES_FILE'):
             os.environ[key] = env[key]   # this process's probe joins the run's domain
@@ -249,7 +261,7 @@ def main(argv=None):
             probe.set_parameters('wrench_estimator', {}, 180.0)
             before = figures(probe, model, q0)
             print('before:', before, flush=True)
-            load_fit(probe, excite(env, work, args, q0))
+            load_fit(probe, excite(env, args, q0))
             after = figures(probe, model, q0)
             print('after:', after, flush=True)
         except RuntimeError as error:
@@ -263,7 +275,8 @@ def main(argv=None):
             rclpy.try_shutdown()
             processes.stop(timeout=20.0)
             lock.close()
-    result = {'engine': args.engine, 'profile': args.profile, 'before': before, 'after': after}
+    result = {'engine': args.engine, 'profile': args.profile, 'set': args.set, 'excite': args.excite,
+              'fit': args.fit, 'before': before, 'after': after}
     path = pathlib.Path(args.output) / f'loop_{args.engine}.yaml'
     path.write_text(yaml.safe_dump(result, sort_keys=False))
     print(table(before, after) + f'\nwrote {path}')
