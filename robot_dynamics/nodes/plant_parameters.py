@@ -2,9 +2,10 @@
 
 A profile (``plant.profile``) fills the parameters left at their defaults with its values (a
 number for a per-joint parameter applies to every joint; a list is in chain order); parameters
-given at start (parameter file, -p), even at their default values, win. The plant's URDF is ``plant.robot_description``, else the file
-``plant.urdf``, else the simulator's own ``robot_description``, perturbed by
-``plant.mass_error`` and ``plant.com_error`` (seed ``plant.seed``).
+given at start (parameter file, -p), even at their default values, win. The plant's URDF is
+``plant.robot_description``, else the file ``plant.urdf``, else the simulator's own
+``robot_description``, perturbed by ``plant.mass_error`` and ``plant.com_error`` (seed
+``plant.seed``).
 """
 import functools
 import pathlib

@@ -275,8 +275,8 @@ def main(argv=None):
             rclpy.try_shutdown()
             processes.stop(timeout=20.0)
             lock.close()
-    result = {'engine': args.engine, 'profile': args.profile, 'set': args.set, 'excite': args.excite,
-              'fit': args.fit, 'before': before, 'after': after}
+    result = {'engine': args.engine, 'profile': args.profile, 'set': args.set,
+              'excite': args.excite, 'fit': args.fit, 'before': before, 'after': after}
     path = pathlib.Path(args.output) / f'loop_{args.engine}.yaml'
     path.write_text(yaml.safe_dump(result, sort_keys=False))
     print(table(before, after) + f'\nwrote {path}')
