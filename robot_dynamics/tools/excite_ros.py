@@ -133,7 +133,8 @@ def run(args, model, trajectory, fit_command):
     """The live experiment (excite's module docstring, step 3); returns the exit status."""
     duration = LEAD + trajectory.duration + SETTLE
     ros_args = ['excite', '--ros-args', '-p', f'output:={args.output}',
-                '-p', f'duration:={duration}', '-p', 'min_samples:=100']
+                '-p', f'duration:={duration}', '-p', 'min_samples:=100',
+                '-p', f'joint_states_reliability:={args.reliability}']
     if args.urdf:
         ros_args += ['-p', f'urdf:={args.urdf}']
     rclpy.init(args=ros_args, signal_handler_options=SignalHandlerOptions.NO)
