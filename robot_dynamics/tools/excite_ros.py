@@ -33,8 +33,8 @@ class Exciter(Node):
     def __init__(self, controller, joints):
         super().__init__('excite')
         self.controller, self.joints, self.state = controller, list(joints), None
-        self.create_subscription(JointState, 'joint_states', self.on_state,
-                                 state_qos('best_effort', 10))
+        self.subscription = self.create_subscription(JointState, 'joint_states', self.on_state,
+                                                     state_qos('best_effort', 10))
         self.publisher = self.create_publisher(JointTrajectory,
                                                f'/{controller}/joint_trajectory', 10)
         self.parameters = self.create_client(GetParameters, f'/{controller}/get_parameters')
@@ -111,13 +111,13 @@ def move_to_start(node, executor, model, q0, args):
 def record(node, executor, trajectory, args):
     """Send the excitation and record it; returns the recorder's exit status."""
     from robot_dynamics.tools.record import JointStateRecorder
+    node.destroy_subscription(node.subscription)   # one 1 kHz subscription in this process
     recorder = JointStateRecorder()
     executor.add_node(recorder)
     try:
         spin_until(executor, lambda: len(recorder.stamps) > 0, args.timeout,
                    'the recorder receives no joint states')
-        stamp = node.position()[0]
-        node.send(trajectory, stamp + LEAD)
+        node.send(trajectory, recorder.stamps[-1] * 1e-9 + LEAD)
         print(f'exciting for {trajectory.duration:.1f} s, recording to {args.output}',
               flush=True)
         spin_until(executor, lambda: recorder.done, 3 * trajectory.duration + 30.0,
