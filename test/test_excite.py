@@ -11,13 +11,12 @@ import sys
 
 import numpy as np
 import pytest
-import yaml
 
 from robot_dynamics import bringup
 from robot_dynamics.tools import excite, recording
 from ros_harness import session
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 Q0 = np.array(CONFIG['arm_simulator']['ros__parameters']['initial_position'])
 HIDDEN = {'friction.viscous': 0.5, 'friction.coulomb': 0.3, 'armature': 0.1}
 SHORT = ['--robot', 'panda', '--period', '3', '--harmonics', '3', '--time-budget', '0']
@@ -84,7 +83,7 @@ def test_excite_refuses_outside_computed_torque_then_runs_records_and_fits(arm, 
     rms, amplitude = min(errors), np.sqrt(np.mean((plan.positions - q0) ** 2))
     # computed torque without the hidden terms lags the plan a little, never by the motion
     assert rms < 0.25 * amplitude, f'recorded motion {rms:.3g} rad RMS off the plan'
-    fitted = yaml.safe_load((tmp_path / 'fitted.yaml').read_text())['dynamics_controller']
+    fitted = bringup.load_config(tmp_path / 'fitted.yaml')['dynamics_controller']
     values = {k: np.array(v) for k, v in fitted['ros__parameters']['friction'].items()
               if k != 'coulomb_velocity'}
     values['armature'] = np.array(fitted['ros__parameters']['armature'])

@@ -20,7 +20,6 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -31,7 +30,7 @@ from robot_dynamics.simulation import plant
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 from test_nodes_mujoco import window
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 SIM = CONFIG['arm_simulator']['ros__parameters']
 JOINTS, Q0 = SIM['joints'], np.array(SIM['initial_position'])
 REALISTIC = plant.PROFILES['realistic']

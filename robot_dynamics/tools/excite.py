@@ -27,7 +27,6 @@ import argparse
 import sys
 
 import numpy as np
-import yaml
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
@@ -97,8 +96,7 @@ def load_model(args):
 
 
 def robot_config(robot):
-    with open(bringup.config_file(f'{robot}.yaml')) as f:
-        return yaml.safe_load(f)
+    return bringup.load_config(bringup.config_file(f'{robot}.yaml'))
 
 
 def default_q0(args, model):

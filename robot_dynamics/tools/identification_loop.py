@@ -190,7 +190,7 @@ def flatten(values, prefix=''):
 
 def load_fit(probe, path):
     """Set the fitted model terms of ``path`` (fit_dynamics' YAML) on both nodes."""
-    document = yaml.safe_load(pathlib.Path(path).read_text())
+    document = bringup.load_config(path)
     for node in NODES:
         values = flatten(document[node]['ros__parameters'])
         probe.set_parameters(node, {k: v for k, v in values.items() if k in (
@@ -236,7 +236,7 @@ def parse(argv):
 def main(argv=None):
     """Run the loop (module docstring); exit status 0, or 1 with the reason."""
     args = parse(argv)
-    config = yaml.safe_load(open(bringup.config_file('panda.yaml')))['arm_simulator']
+    config = bringup.load_config(bringup.config_file('panda.yaml'))['arm_simulator']
     sim = config['ros__parameters']
     model = rd.load_urdf(rd.robot_urdf('panda'), sim['base'], sim['tip'])
     q0 = np.array(sim['initial_position'])
