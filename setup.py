@@ -43,6 +43,7 @@ setup(
             'record_joint_states = robot_dynamics.tools.record:main',
             'fit_dynamics = robot_dynamics.tools.fit:main',
             'pfl_map = robot_dynamics.tools.pfl_map:main',
+            'excite = robot_dynamics.tools.excite:main',
         ],
     },
 )

@@ -16,7 +16,8 @@ prefix=$ws/install/robot_dynamics
 share=$prefix/share/robot_dynamics
 
 fail() { echo "check_colcon: $*" >&2; exit 1; }
-for exe in dynamics_controller wrench_estimator arm_simulator record_joint_states fit_dynamics pfl_map; do
+for exe in dynamics_controller wrench_estimator arm_simulator record_joint_states fit_dynamics pfl_map \
+    excite; do
     [ -x "$prefix/lib/robot_dynamics/$exe" ] || fail "missing executable lib/robot_dynamics/$exe"
 done
 [ -f "$prefix/share/ament_index/resource_index/packages/robot_dynamics" ] \

@@ -122,7 +122,7 @@ def test_console_scripts_point_at_node_mains():
     scripts = dict(entry.replace(' ', '').split('=')
                    for entry in setup_keyword('entry_points')['console_scripts'])
     assert set(scripts) == {'dynamics_controller', 'wrench_estimator', 'arm_simulator',
-                            'record_joint_states', 'fit_dynamics', 'pfl_map'}
+                            'record_joint_states', 'fit_dynamics', 'pfl_map', 'excite'}
     for name, target in scripts.items():
         module, function = target.split(':')
         path = REPO.joinpath(*module.split('.')).with_suffix('.py')

@@ -8,7 +8,9 @@ external wrench held over the step (zero-order hold), and viscous ``joint_dampin
 The simulated arm carries the ``payload.*`` parameters and its true joint terms, ``armature`` and
 ``friction.*`` (changing any of them rebuilds the engine at the current state): with a
 controller that doesn't have them, the model mismatch of a real arm. Its inertias are the URDF's
-(the simulator takes no ``inertial_parameters``).
+(the simulator takes no ``inertial_parameters``), or the plant's (``plant.*``,
+robot_dynamics.simulation.plant and nodes.plant_parameters: a second or perturbed URDF, stiction
+and sigmoid friction, command delay, sensor quantisation, noise and offset; ``plant.profile``).
 
 Timing: step k is published with stamp t₀ + k dt, simulated time anchored at the system clock
 at start (no /clock, no use_sim_time: the stamps are the arm's clock, as a robot driver's are).
@@ -52,10 +54,12 @@ from robot_dynamics.simulation import ENGINES, simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
 from .diagnostics import Percentiles
+from .arm import ArmBuilder
 from .joint_states import COMMAND_QOS, to_array
 from . import profiles
 from .node import ArmNode, main as run_node
 from .parameters import MODEL_PARAMS, ConfigError, Param
+from .plant_parameters import PLANT_PARAMS, make_plant, plant_urdf, with_profile
 
 SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 
@@ -67,6 +71,8 @@ class Config:
     model: object           # the simulated arm (Arm.model: payload and joint terms included)
     payload: dict           # the payload it carries (Arm.payload, None: none)
     profile: profiles.Profile   # the arm's interface, simulated the other way round
+    urdf: str = None        # the plant's URDF (plant_parameters.plant_urdf)
+    plant: object = None    # simulation.plant.Plant: delay, extra friction, sensors
 
     def same_arm(self, other):
         """Whether an engine built for ``other`` simulates this arm (damping, payload, joints)."""
@@ -101,12 +107,13 @@ class ArmSimulator(ArmNode):
               range=(0.0, 0.1)),
         Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
               range=(0.1, 3600.0)),
-    ) + profiles.PARAMS
+    ) + profiles.PARAMS + PLANT_PARAMS
 
     def __init__(self):
-        self.config = self.engine = None
+        self.config = self.engine = self.plant = None
         self.external = None   # (wrench (6,), 'base' or 'tip') or None
         super().__init__(self.NAME)
+        self._build_plant = ArmBuilder()
         self.dt = 1.0 / self.values['rate']   # before load_model: apply() builds the engine
         self.braked = self.values['brakes']
         self.publisher = self.create_publisher(JointState, 'joint_states', COMMAND_QOS)
@@ -133,7 +140,16 @@ class ArmSimulator(ArmNode):
                 import_mujoco()
             except ImportError as error:
                 raise ConfigError(str(error)) from None
-        return Config(damping, initial, arm.model, arm.payload, profiles.profile(values, arm))
+        return Config(damping, initial, arm.model, arm.payload, profiles.profile(values, arm),
+                      plant=make_plant(values, arm, initial, self.dt))
+
+    def _build(self, values, urdf):
+        """The simulated arm is the plant: the profile's values on the plant's URDF."""
+        given = getattr(self, '_parameter_overrides', {})   # as declare_parameters reads them
+        values = with_profile(values, self._build_arm.base_model(values, urdf), given)
+        xml = plant_urdf(values, urdf)
+        arm = self._build_plant(values, xml)
+        return arm, dataclasses.replace(self.configure(values, arm), urdf=xml)
 
     def apply(self, config):
         """Build the engine; rebuild it at the current state when damping or payload change."""
@@ -143,9 +159,10 @@ class ArmSimulator(ArmNode):
         arm, m = self.arm, self.arm.model
         start = config.initial if self.engine is None else arm.to_model(self.engine.q)
         engine = simulate(self.values['engine'], config.model, arm.joints, arm.to_joints(start),
-                          self.dt, damping=arm.to_joints(config.damping), urdf_xml=self.urdf,
+                          self.dt, damping=arm.to_joints(config.damping), urdf_xml=config.urdf,
                           payload=config.payload)
         if self.engine is None:
+            self.plant = config.plant   # plant.* are read-only: its delay line and RNG stay
             self.tau = np.zeros(m.nv)       # clamped command, model order
             self.effort = np.zeros(m.nv)    # reported joint torque, joints order
             self.state = JointState(name=list(arm.joints))
@@ -199,13 +216,14 @@ class ArmSimulator(ArmNode):
             self.effort = arm.to_joints(profile.reported_effort(q_model, held))
             return
         q, v = sim.q.copy(), sim.v.copy()
-        tau = self.tau + profile.robot_gravity(q_model) if profile.compensates_gravity \
-            else self.tau
+        command = arm.to_model(self.plant.command(arm.to_joints(self.tau)))   # plant's delay
+        tau = command + profile.robot_gravity(q_model) if profile.compensates_gravity \
+            else command
         torque = tau - self.config.damping * arm.to_model(v)
         self.effort = arm.to_joints(profile.reported_effort(q_model, torque))
         tau = arm.to_joints(tau)
         try:
-            sim.step(tau, wrench, frame)
+            sim.step(tau - self.plant.friction(v), wrench, frame)
         except ValueError as error:  # a diverged state: stop rather than publish garbage
             sim.set_state(q, np.zeros_like(v))
             self.braked = True
@@ -215,9 +233,8 @@ class ArmSimulator(ArmNode):
         self.previous_published_at, self.published_at = self.published_at, time.monotonic()
         s = self.state
         s.header.stamp.sec, s.header.stamp.nanosec = divmod(int(round(stamp * 1e9)), 10**9)
-        s.position = to_array(self.engine.q)
-        s.velocity = to_array(self.engine.v)
-        s.effort = to_array(self.effort)
+        q, v, effort = self.plant.sense(self.engine.q, self.engine.v, self.effort)
+        s.position, s.velocity, s.effort = to_array(q), to_array(v), to_array(effort)
         self.publisher.publish(s)
 
     def spin(self, executor, stopped):

@@ -1,0 +1,171 @@
+"""The live part of ``excite``: check the controller, approach, send, record, fit (ROS 2).
+
+The recording is record_joint_states' own recorder (``JointStateRecorder``) in this process,
+started just before the excitation with ``duration`` = LEAD + the excitation + SETTLE.
+"""
+import time
+
+import numpy as np
+import rclpy
+from rcl_interfaces.srv import GetParameters
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_dynamics.nodes.joint_states import state_qos
+from robot_dynamics.tools.excite import Refused, approach
+
+LEAD = 0.5      # s between sending a trajectory and its start, on the joint states' clock
+SETTLE = 0.5    # s recorded after the excitation
+ARRIVED = 0.02  # rad: the arm is at q0 when every joint is this close after the approach
+ASTRAY = 0.25   # rad: farther from q0 after the approach, the arm is not following
+
+
+def stamp_of(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+class Exciter(Node):
+    """The newest joint state, the controller's parameter service and trajectory topic."""
+
+    def __init__(self, controller, joints):
+        super().__init__('excite')
+        self.controller, self.joints, self.state = controller, list(joints), None
+        self.subscription = self.create_subscription(JointState, 'joint_states', self.on_state,
+                                                     state_qos('best_effort', 10))
+        self.publisher = self.create_publisher(JointTrajectory,
+                                               f'/{controller}/joint_trajectory', 10)
+        self.parameters = self.create_client(GetParameters, f'/{controller}/get_parameters')
+
+    def on_state(self, msg):
+        if set(self.joints) <= set(msg.name) and len(msg.position) == len(msg.name):
+            self.state = msg
+
+    def position(self):
+        """(stamp, q in ``joints`` order) of the newest joint state."""
+        index = [list(self.state.name).index(j) for j in self.joints]
+        return stamp_of(self.state), np.asarray(self.state.position)[index]
+
+    def send(self, trajectory, start):
+        """Publish a core JointTrajectory's knots, starting at ``start`` on the states' clock."""
+        msg = JointTrajectory(joint_names=self.joints)
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(round(start * 1e9)), 10**9)
+        for t, q, v, a in zip(trajectory.times, trajectory.positions, trajectory.velocities,
+                              trajectory.accelerations):
+            point = JointTrajectoryPoint(positions=list(q), velocities=list(v),
+                                         accelerations=list(a))
+            point.time_from_start.sec, point.time_from_start.nanosec = divmod(
+                int(round(t * 1e9)), 10**9)
+            msg.points.append(point)
+        self.publisher.publish(msg)
+
+
+def spin_until(executor, condition, timeout, what):
+    """Spin until condition() holds; Refused(what) after ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise Refused(what)
+        executor.spin_once(timeout_sec=0.05)
+
+
+def controller_mode(node, executor, timeout):
+    """The controller's ``mode`` parameter, through its get_parameters service."""
+    what = (f'no controller answers at /{node.controller}/get_parameters within {timeout} s: '
+            f'is {node.controller} running (and this terminal in its ROS_DOMAIN_ID)?')
+    spin_until(executor, node.parameters.service_is_ready, timeout, what)
+    future = node.parameters.call_async(GetParameters.Request(names=['mode']))
+    spin_until(executor, future.done, timeout, what)
+    return future.result().values[0].string_value
+
+
+def wait_for_stamp(node, executor, t, timeout):
+    spin_until(executor, lambda: node.state is not None and stamp_of(node.state) >= t, timeout,
+               f'joint states stopped before t = {t:.3f} s')
+
+
+def move_to_start(node, executor, model, q0, args):
+    """Approach q0 at args.approach_speed unless the arm is there.
+
+    Under a model unlike the arm, computed torque leaves a steady error: a note beyond ARRIVED;
+    Refused beyond ASTRAY (the arm does not follow the controller).
+    """
+    stamp, q = node.position()
+    if np.abs(q - q0).max() < ARRIVED:
+        return
+    path = approach(model, q, q0, args.approach_speed)
+    print(f'moving to q0 over {path.duration:.1f} s', flush=True)
+    node.send(path, stamp + LEAD)
+    wait_for_stamp(node, executor, stamp + LEAD + path.duration + 0.5,
+                   path.duration + args.timeout)
+    off = np.abs(node.position()[1] - q0).max()
+    if off > ASTRAY:
+        raise Refused(f'the arm did not reach q0: at {np.round(node.position()[1], 4).tolist()}')
+    if off > ARRIVED:
+        print(f'note: the arm stands {off:.3g} rad from q0 (the steady error of computed torque '
+              'on this model); the excitation starts from the reference q0', flush=True)
+
+
+def record(node, executor, trajectory, args):
+    """Send the excitation and record it; returns the recorder's exit status."""
+    from robot_dynamics.tools.record import JointStateRecorder
+    node.destroy_subscription(node.subscription)   # one 1 kHz subscription in this process
+    recorder = JointStateRecorder()
+    executor.add_node(recorder)
+    try:
+        spin_until(executor, lambda: len(recorder.stamps) > 0, args.timeout,
+                   'the recorder receives no joint states')
+        node.send(trajectory, recorder.stamps[-1] * 1e-9 + LEAD)
+        print(f'exciting for {trajectory.duration:.1f} s, recording to {args.output}',
+              flush=True)
+        spin_until(executor, lambda: recorder.done, 3 * trajectory.duration + 30.0,
+                   'the recording did not complete (joint states too slow or stopped)')
+        recorder.drain(executor)
+        return recorder.write()
+    finally:
+        executor.remove_node(recorder)
+        recorder.destroy_node()
+
+
+def run(args, model, trajectory, fit_command):
+    """The live experiment (excite's module docstring, step 3); returns the exit status."""
+    duration = LEAD + trajectory.duration + SETTLE
+    ros_args = ['excite', '--ros-args', '-p', f'output:={args.output}',
+                '-p', f'duration:={duration}', '-p', 'min_samples:=100',
+                '-p', f'joint_states_reliability:={args.reliability}']
+    if args.urdf:
+        ros_args += ['-p', f'urdf:={args.urdf}']
+    rclpy.init(args=ros_args, signal_handler_options=SignalHandlerOptions.NO)
+    node = Exciter(args.controller, model.joint_names)
+    executor = SingleThreadedExecutor()
+    executor.add_node(node)
+    try:
+        mode = controller_mode(node, executor, args.timeout)
+        if mode != 'computed_torque':
+            raise Refused(f'{node.controller} is in mode {mode!r}, not computed_torque: the '
+                          f'arm would not follow the excitation. Switch it: ros2 param set '
+                          f'/{node.controller} mode computed_torque')
+        spin_until(executor, lambda: node.publisher.get_subscription_count() > 0 and
+                   node.state is not None, args.timeout,
+                   f'no joint states, or {node.controller} does not subscribe to its trajectory')
+        move_to_start(node, executor, model, trajectory.positions[0], args)
+        status = record(node, executor, trajectory, args)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        rclpy.try_shutdown()
+    if status:
+        raise Refused(f'the recording failed (status {status})')
+    return fit_or_print(args, fit_command)
+
+
+def fit_or_print(args, fit_command):
+    command = fit_command(args, args.output)
+    if not args.fit:
+        print('next: fit_dynamics ' + ' '.join(command))
+        return 0
+    from robot_dynamics.tools import fit
+    print('fit_dynamics ' + ' '.join(command), flush=True)
+    return fit.main(command)
