@@ -52,7 +52,7 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, cl
                                          unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
-from . import payload
+from . import payload, speed_limiter
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -73,6 +73,7 @@ class Config:
     computed_torque: ComputedTorque   # None without gains
     effort_limits: np.ndarray         # model order, inf where unlimited
     max_effort_rate: float            # N m/s
+    pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
 
 
 def rate_limited(tau, previous, dt, rate):
@@ -182,7 +183,7 @@ class DynamicsController(ArmNode):
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
         Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
               'joint friction at the measured velocity (computed_torque always includes it)'),
-    ) + payload.PARAMS
+    ) + payload.PARAMS + speed_limiter.PARAMS
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
@@ -204,6 +205,7 @@ class DynamicsController(ArmNode):
         self.create_timer(0.02, self.check_stale)
         self.payload_topic = payload.subscribe(self)
         self.identification = payload.PayloadService(self)
+        self.limiter = speed_limiter.SpeedLimiter(self)
         self.load_model()
 
     # -- configuration -------------------------------------------------------------------------
@@ -226,7 +228,7 @@ class DynamicsController(ArmNode):
         gravity = GravityCompensation(arm.model, friction_compensation=values[
             'friction_compensation'])
         return Config(values['mode'], gravity, ct, np.array(limits),
-                      float(values['max_effort_rate']))
+                      float(values['max_effort_rate']), speed_limiter.configure(values, arm.model))
 
     def apply(self, config):
         if config.mode != (self.config and self.config.mode):
@@ -234,6 +236,7 @@ class DynamicsController(ArmNode):
             self.pending = None
             self.reference = self.hold()
         self.config = config
+        self.limiter.apply(config.pfl)
         self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity'))
         self.identification.configure(self.values, self.arm)
 
@@ -300,7 +303,7 @@ class DynamicsController(ArmNode):
             raise BadInput('computed_torque needs joint velocities')
         if self.pending is not None and t >= self.pending.start:
             self.reference, self.pending = self.pending, None
-        tau = self.config.computed_torque(q, v, *self.reference.sample(t))
+        tau = self.config.computed_torque(q, v, *self.limiter.sample(self.reference, t, q, v))
         if not all_finite(tau):
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error('non-finite computed torque: holding the measured position, '
