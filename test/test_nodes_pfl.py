@@ -1,11 +1,14 @@
 """Power and force limiting in the dynamics_controller, closed around both simulated engines.
 
 A UR5e carrying 2 kg (known to simulator and controller) swings its tool through three
-waypoints in 1.4 s; at s = 1 the tool point would peak at ~1.95 m/s where v_max for the hand
-(ISO/TS 15066: F_T = 280 N, k = 75 N/mm, m_H = 0.6 kg) is ~1.40 m/s. Real processes over
+waypoints in 1.6 s; at s = 1 the tool point would peak at ~1.14 m/s where v_max for the chest
+(ISO/TS 15066: F_T = 280 N, k = 25 N/mm, m_H = 40 kg) is ~0.87 m/s, the arm reflecting ~4.7 kg.
+The chest, not the hand: its m_H is large, so μ ≈ m_R and the arm's reflected mass decides
+v_max (for the hand m_H = 0.6 kg dominates μ), and the swing stays slow enough to track on a
+loaded machine. Real processes over
 loopback DDS (arm_simulator and dynamics_controller), one bring-up per engine, in order:
 
-1. PFL on (``pfl.body_regions: [hand]``): the measured speed of the tool point stays <= v_max
+1. PFL on (``pfl.body_regions: [chest]``): the measured speed of the tool point stays <= v_max
    (+2 %) and the transferred energy ½ μ v² (μ the reduced mass of m_R and m_H) <= F_T² / (2k);
    s dips once, smoothly, and returns to 1; diagnostics carry the per-point values; the markers;
 2. PFL switched off at run time, the same swing backwards: the speed exceeds v_max (the test
@@ -36,12 +39,12 @@ from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 
 PAYLOAD = {'payload.mass': 2.0, 'payload.com': [0.0, 0.0, 0.05]}
 Q0 = np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])   # config/ur5e.yaml's initial position
-SWING = Q0 + np.array([[0.0] * 6, [1.2, 0.3, -0.4, 0.2, 0.3, 0.0], [2.4, 0.0, 0.0, 0.0, 0.0, 0.0]])
+SWING = Q0 + np.array([[0.0] * 6, [0.8, 0.3, -0.4, 0.2, 0.3, 0.0], [1.6, 0.0, 0.0, 0.0, 0.0, 0.0]])
 TIMES = [0.0, 0.8, 1.6]
-HAND = pfl.BODY_REGIONS['hand']
+CHEST = pfl.BODY_REGIONS['chest']
 JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
           'wrist_2_joint', 'wrist_3_joint']
-CONTROLLER = {**PAYLOAD, 'pfl.enable': True, 'pfl.body_regions': ['hand']}
+CONTROLLER = {**PAYLOAD, 'pfl.enable': True, 'pfl.body_regions': ['chest']}
 
 
 class Arm:
@@ -132,17 +135,23 @@ class Arm:
 
 
 def contact(model, q, v):
-    """Per state: speed of tool0's origin, v_max for the hand and ½ μ v² (J), from core's m_R."""
+    """Per state: speed of tool0's origin, v_max for the chest and ½ μ v² (J), from core's m_R."""
     speed, v_max, energy = [], [], []
     for qk, vk in zip(q, v):
         velocity = pfl.point_velocity(model, qk, vk, 'tool0')
         s = float(np.linalg.norm(velocity))
         m_R = pfl.reflected_mass(model, qk, 'tool0', velocity) if s > 1e-6 else math.inf
         speed.append(s)
-        v_max.append(HAND.transient_force / math.sqrt(
-            pfl.reduced_mass(m_R, HAND.effective_mass) * HAND.spring_constant))
-        energy.append(0.5 * pfl.reduced_mass(m_R, HAND.effective_mass) * s ** 2)
+        v_max.append(CHEST.transient_force / math.sqrt(
+            pfl.reduced_mass(m_R, CHEST.effective_mass) * CHEST.spring_constant))
+        energy.append(0.5 * pfl.reduced_mass(m_R, CHEST.effective_mass) * s ** 2)
     return np.array(speed), np.array(v_max), np.array(energy)
+
+
+def arrival(run, goal):
+    """Seconds from the first state of a run to the first within 0.02 rad of the goal."""
+    t, q, _ = run
+    return t[np.argmax(np.abs(q - goal).max(axis=1) < 0.02)] - t[0]
 
 
 @pytest.fixture(scope='module', params=('internal', 'mujoco'))
@@ -170,41 +179,41 @@ def test_pfl_limits_the_swing_and_off_exceeds(arm):
     off = arm.swing(SWING[::-1])
     speed_off, v_max_off, energy_off = contact(arm.model, off[1], off[2])
     ratio_off, e_off = (speed_off / v_max_off).max(), energy_off.max()
-    duration_on, duration_off = on[0][-1] - on[0][0], off[0][-1] - off[0][0]
-    print(f'UR5e with 2 kg on {arm.engine}, tool point, hand (E limit {HAND.energy_limit:.3f} J):'
+    duration_on, duration_off = arrival(on, SWING[-1]), arrival(off, SWING[0])
+    print(f'UR5e with 2 kg on {arm.engine}, tool point, chest (E limit {CHEST.energy_limit:.3f} J):'
           f' PFL on: peak {speed.max():.3f} m/s, max speed/v_max {ratio_on:.3f}, max ½μv² '
           f'{e_on:.3f} J, s min {scales.min():.3f}, {duration_on:.2f} s; PFL off: peak '
           f'{speed_off.max():.3f} m/s, max speed/v_max {ratio_off:.3f}, max ½μv² {e_off:.3f} J,'
-          f' {duration_off:.2f} s')
+          f' {duration_off:.2f} s (arrival)')
     assert len(on[0]) > 500 and len(off[0]) > 500   # the probe may miss a few states
-    assert ratio_on <= 1.02 and e_on <= 1.02 ** 2 * HAND.energy_limit
-    assert ratio_off > 1.1 and e_off > HAND.energy_limit
+    assert ratio_on <= 1.02 and e_on <= 1.02 ** 2 * CHEST.energy_limit
+    assert ratio_off > 1.1 and e_off > CHEST.energy_limit
     # s: one smooth dip (total variation = twice the depth: no chatter), back to 1
     assert 0.0 <= scales.min() < 0.9 and scales.max() <= 1.0 and scales[-1] == 1.0
     assert np.abs(np.diff(scales)).sum() <= 2 * (1 - scales.min()) + 0.02
     # the same path, slower: every on-run position near the off-run's path, velocity along it
-    assert duration_on > duration_off + 0.2
+    assert duration_on > duration_off + 0.1
     _, q_off, v_off = off
     nearest = np.argmin(np.linalg.norm(on[1][:, None, ::1] - q_off[None, ::5], axis=2), axis=1)
     gap = np.linalg.norm(on[1] - q_off[::5][nearest], axis=1).max()
-    moving = np.linalg.norm(on[2], axis=1) > 0.3
-    tangent = v_off[::5][nearest[moving]]
-    cosine = -np.einsum('ij,ij->i', on[2][moving], tangent) / (
-        np.linalg.norm(on[2][moving], axis=1) * np.linalg.norm(tangent, axis=1))
+    tangent = v_off[::5][nearest]
+    moving = (np.linalg.norm(on[2], axis=1) > 0.3) & (np.linalg.norm(tangent, axis=1) > 0.3)
+    cosine = -np.einsum('ij,ij->i', on[2], tangent)[moving] / (
+        np.linalg.norm(on[2], axis=1) * np.linalg.norm(tangent, axis=1))[moving]
     print(f'path: largest distance {gap:.4f} rad from the off-run path; velocity against its '
           f'tangent: smallest cosine {cosine.min():.4f}')
-    assert gap < 0.03 and cosine.min() > 0.98
+    assert moving.sum() > 300 and gap < 0.03 and cosine.min() > 0.98
 
 
 def test_diagnostics_and_markers(arm):
     statuses = arm.pfl_status()
-    moving = [s for s in statuses if s['point0.region'] == 'hand'
+    moving = [s for s in statuses if s['point0.region'] == 'chest'
               and float(s['point0.speed_m_s']) > 0.05]
     assert moving, statuses
     for s in moving:
         assert s['point0.frame'] == 'tool0'
         m_R, v_max = float(s['point0.reflected_mass_kg']), float(s['point0.permissible_speed_m_s'])
-        assert m_R > 0 and v_max == pytest.approx(pfl.permissible_speed(m_R, HAND), rel=1e-3)
+        assert m_R > 0 and v_max == pytest.approx(pfl.permissible_speed(m_R, CHEST), rel=1e-3)
     assert {'enabled', 'speed_scaling', 'speed_scaling_min'} <= set(statuses[-1])
     # at rest at the end of the swing: the ellipsoid's semi-axes are scale √m_R along Λ_v's axes
     t, q, _ = arm.window(arm.now() - 0.05)
