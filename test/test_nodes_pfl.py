@@ -131,7 +131,7 @@ class Arm:
         """The newest 'power and force limiting' status values of the controller."""
         self.diagnostics.wait_for_more(1, timeout=5)
         return [{kv.key: kv.value for kv in s.values} for m in list(self.diagnostics.messages)
-                for s in m.status if s.name.endswith('power and force limiting')]
+                for s in m.status if s.name.startswith('power and force limiting: ')]
 
 
 def contact(model, q, v):

@@ -211,7 +211,7 @@ class SpeedLimiter:
             if p.speed > p.permissible_speed:
                 level, message = DiagnosticStatus.WARN, f'point {i} ({p.point.frame}) above v_max'
         status = DiagnosticStatus(
-            level=level, name=f'{self.node.get_name()}: power and force limiting',
+            level=level, name=f'power and force limiting: {self.node.get_name()}',
             message=message if points is not None else 'no joint states in computed_torque yet',
             hardware_id=self.node.values['tip'],
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
