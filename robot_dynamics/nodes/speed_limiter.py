@@ -191,7 +191,7 @@ class SpeedLimiter:
             self.scale.publish(Float64(data=float(self.s)))
 
     def measured(self):
-        """PointStatus per contact point at the last measured (q, v); None before a state."""
+        """PointStatus per contact point at the last measured state; None before a state."""
         if self.config is None or self.state is None or self.state[1] is None:
             return None
         self.config.monitor.target(*self.state)
@@ -220,7 +220,8 @@ class SpeedLimiter:
         self.diagnostics.publish(array)
 
     def publish_markers(self):
-        points = self.measured()
+        """The MarkerArray, when someone subscribes (computing it takes ~1 ms)."""
+        points = self.measured() if self.markers.get_subscription_count() else None
         if points is None:
             return
         model, (q, _) = self.config.scaling.model, self.state
