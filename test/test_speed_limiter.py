@@ -117,6 +117,22 @@ def test_switching_off_mid_trajectory_does_not_jump(node):
     np.testing.assert_allclose(q[-1], SWING.sample(1.6)[0], atol=1e-9)
 
 
+def test_a_new_trajectory_blends_from_the_scaled_reference(node):
+    limiter = speed_limiter.SpeedLimiter(node)
+    limiter.apply(speed_limiter.configure(values(enable=True, body_regions=['chest']), MODEL))
+    reference = TimedTrajectory(SWING, 0.0)
+    t, q, v, _ = run(limiter, reference, 0.9)
+    assert limiter.s < 0.9   # slowed: the unscaled reference is ahead
+    current = limiter.blend_source(reference)
+    q_now, v_now, _ = current.sample(t[-1])
+    np.testing.assert_allclose(q_now, q[-1], atol=1e-12)
+    np.testing.assert_allclose(v_now, v[-1], atol=1e-12)
+    assert np.abs(reference.sample(t[-1])[0] - q[-1]).max() > 0.05
+    later = current.sample(t[-1] + 0.01)[0]   # extrapolated at the current s
+    np.testing.assert_allclose(later, q[-1] + 0.01 * v[-1], atol=1e-3)
+    assert limiter.blend_source(None) is None
+
+
 def test_markers_ellipsoid_and_arrow():
     q = Q0 + 0.1
     v = np.array([0.5, 0.0, 0.0, 0.0, 0.0, 0.0])

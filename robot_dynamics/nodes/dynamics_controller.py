@@ -321,6 +321,7 @@ class DynamicsController(ArmNode):
             self.get_logger().info('empty joint_trajectory: holding the current position')
             return
         current = self.pending if self.pending and start >= self.pending.start else self.reference
+        current = self.limiter.blend_source(current)   # a trajectory slowed by PFL: as slowed
         try:
             self.pending = trajectory_from_msg(msg, self.arm.model, start, current)
         except BadInput as error:

@@ -176,6 +176,16 @@ class SpeedLimiter:
             self.s_low = min(self.s_low, self.clock.s)
         return self.clock.sample(trajectory)
 
+    def blend_source(self, reference):
+        """What a new trajectory blends from: the running one as scaled, else ``reference``.
+
+        The scaled reference at t, extrapolated from the clock at the current s (exact at the
+        newest state's stamp, where a trajectory without a stamp starts).
+        """
+        if self.clock is None or reference is not self.reference:
+            return reference
+        return ScaledSample(reference.trajectory, self.clock.tau, self.clock.s, self.t_clock)
+
     def next_scale(self, trajectory, dt):
         """s after dt: SpeedScaling on the nominal q̇_d(τ); disabled, back to 1 at rise_rate."""
         scaling = self.config.scaling
@@ -234,6 +244,21 @@ class SpeedLimiter:
                 marker.ns, marker.id = 'pfl', 2 * i + k
             array.markers += [ellipsoid, arrow]
         self.markers.publish(array)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaledSample:
+    """A trajectory on a clock at τ at time t_clock, running on at rate s."""
+
+    trajectory: object
+    tau: float
+    s: float
+    t_clock: float
+
+    def sample(self, t):
+        """(q_d(τ'), s q̇_d(τ'), s² q̈_d(τ')), τ' = τ + s (t − t_clock)."""
+        q, v, a = self.trajectory.sample(self.tau + self.s * (t - self.t_clock))
+        return q, self.s * v, self.s ** 2 * a
 
 
 def point_values(i, p):
