@@ -243,7 +243,7 @@ def arm_config(args, work):
     import robot_dynamics as rd
     if not args.urdf:
         path = bringup.config_file(f'{args.robot}.yaml')
-        sim = yaml.safe_load(open(path))['arm_simulator']['ros__parameters']
+        sim = bringup.load_config(path)['arm_simulator']['ros__parameters']
         model = rd.load_urdf(rd.robot_urdf(args.robot), sim['base'], sim['tip'])
         order = [model.joint_names.index(j) for j in sim['joints']]
         return (path, sim['base'], sim['tip'], sim['joints'], np.array(sim['initial_position']),

@@ -38,6 +38,11 @@ The model: the URDF's, or ``inertial_parameters``, with the joint terms ``armatu
 rnea call, so it includes the friction and armature; gravity compensation adds the friction
 τ_f(q̇) only with ``friction_compensation`` (then nothing damps the arm: it coasts). The payload
 also comes from ``~/payload`` and ``~/identify_payload`` (robot_dynamics.nodes.payload).
+
+Hardware profile (robot_dynamics.nodes.profiles): every τ above is the total joint torque; on an
+arm that adds its own gravity compensation (``hardware_compensates_gravity``) the published
+command is τ − g_robot(q), in every mode, in the state-loss ramp and for its final command (which
+is then 0 plus the payload's gravity the robot does not know).
 """
 import dataclasses
 import time
@@ -52,7 +57,7 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, cl
                                          unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
-from . import payload, speed_limiter
+from . import payload, profiles, speed_limiter
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -73,6 +78,7 @@ class Config:
     computed_torque: ComputedTorque   # None without gains
     effort_limits: np.ndarray         # model order, inf where unlimited
     max_effort_rate: float            # N m/s
+    profile: profiles.Profile         # what the command and the efforts mean on this arm
     pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
 
 
@@ -183,7 +189,7 @@ class DynamicsController(ArmNode):
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
         Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
               'joint friction at the measured velocity (computed_torque always includes it)'),
-    ) + payload.PARAMS + speed_limiter.PARAMS
+    ) + payload.PARAMS + profiles.PARAMS + speed_limiter.PARAMS
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
@@ -228,7 +234,8 @@ class DynamicsController(ArmNode):
         gravity = GravityCompensation(arm.model, friction_compensation=values[
             'friction_compensation'])
         return Config(values['mode'], gravity, ct, np.array(limits),
-                      float(values['max_effort_rate']), speed_limiter.configure(values, arm.model))
+                      float(values['max_effort_rate']), profiles.profile(values, arm),
+                      speed_limiter.configure(values, arm.model))
 
     def apply(self, config):
         if config.mode != (self.config and self.config.mode):
@@ -238,7 +245,7 @@ class DynamicsController(ArmNode):
         self.config = config
         self.limiter.apply(config.pfl)
         self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity'))
-        self.identification.configure(self.values, self.arm)
+        self.identification.configure(self.values, self.arm, config.profile)
 
     def warm_up(self):
         q = self.arm.model.neutral_position
@@ -246,6 +253,7 @@ class DynamicsController(ArmNode):
         self.config.gravity_compensation(q, zero)
         if self.config.computed_torque is not None:
             self.config.computed_torque(q, zero, q, zero, zero)
+        self.config.profile.command(q, zero)
 
     def hold(self):
         """Bumpless reference: hold the last measured position (None before the first state)."""
@@ -273,7 +281,7 @@ class DynamicsController(ArmNode):
             self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
-        if self.publish(tau):
+        if self.publish(tau, q):
             self.diagnostics.time(time.perf_counter() - received, time.time() - t)
 
     def check_stamp(self, t):
@@ -353,8 +361,13 @@ class DynamicsController(ArmNode):
         return True
 
     # -- outputs -------------------------------------------------------------------------------
-    def publish(self, tau):
-        """Publish τ in joints order, rate limited then clamped; never NaN. Returns whether."""
+    def publish(self, tau, q):
+        """Publish the command for the joint torque τ at q; returns whether.
+
+        The command is τ less the gravity the robot adds itself (``profile.command``), rate
+        limited, then clamped, in joints order; never NaN.
+        """
+        tau = self.config.profile.command(q, tau)
         if not all_finite(tau):
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error(f'non-finite effort {tau}: not published',
@@ -386,8 +399,9 @@ class DynamicsController(ArmNode):
         if not self.commanding or now - self.last_state < self.values['state_timeout']:
             return
         target = self.config.gravity_compensation(self.q_last)
-        self.publish(target)
-        if not np.array_equal(self.tau_last, clamp_effort(target, self.config.effort_limits)[0]):
+        self.publish(target, self.q_last)
+        command = self.config.profile.command(self.q_last, target)
+        if not np.array_equal(self.tau_last, clamp_effort(command, self.config.effort_limits)[0]):
             return   # ramping down at max_effort_rate: again at the next tick
         self.commanding = False
         self.diagnostics.count('timeouts')
