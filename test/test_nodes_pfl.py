@@ -96,7 +96,9 @@ class Arm:
             done = (np.abs(q - waypoints[-1]).max(axis=1) < 1e-3) & (np.abs(v).max(axis=1) < 0.01)
             if t[-1] - start > TIMES[-1] and done[t >= t[-1] - 0.1].all():
                 return t, q, v
-            assert time.monotonic() < deadline, f'the swing did not end\n{self.launch.logs()}'
+            assert time.monotonic() < deadline, (
+                f'the swing did not end: last state q {q[-1]}, v {v[-1]} at {t[-1] - start:.3f} s '
+                f'(goal {waypoints[-1]})\n{self.launch.logs()}')
 
     def send(self, waypoints):
         """Publish the trajectory (0.5 s ahead) until the controller logs it; returns its start.
@@ -193,20 +195,23 @@ def test_pfl_limits_the_swing_and_off_exceeds(arm):
     assert 0.0 <= scales.min() < 0.9 and scales.max() <= 1.0 and scales[-1] == 1.0
     assert np.abs(np.diff(scales)).sum() <= 2 * (1 - scales.min()) + 0.02
     # the same path, slower: every on-run position near the swing's path (scipy's clamped
-    # spline through the waypoints, what a positions-only trajectory is), velocity along it
-    assert duration_on > duration_off + 0.1
+    # spline through the waypoints, what a positions-only trajectory is), velocity along it,
+    # arriving later than the path itself does (the off-run may be delayed by a stall)
     path = CubicSpline(TIMES, SWING, bc_type='clamped')
     tau = np.linspace(0.0, TIMES[-1], 1601)
+    nominal = tau[np.argmax(np.abs(path(tau) - SWING[-1]).max(axis=1) < 0.02)]
     nearest = np.argmin(np.linalg.norm(on[1][:, None] - path(tau)[None], axis=2), axis=1)
     gap = np.linalg.norm(on[1] - path(tau)[nearest], axis=1).max()
     tangent = path(tau, 1)[nearest]
     moving = (np.linalg.norm(on[2], axis=1) > 0.5) & (np.linalg.norm(tangent, axis=1) > 0.5)
     cosine = np.einsum('ij,ij->i', on[2], tangent)[moving] / (
         np.linalg.norm(on[2], axis=1) * np.linalg.norm(tangent, axis=1))[moving]
-    print(f'path: largest distance {gap:.4f} rad from the swing\'s path; velocity against its '
+    print(f'path: largest distance {gap:.4f} rad from the swing\'s path; arrival {nominal:.2f} s'
+          f' on it; velocity against its '
           f'tangent: cosine 1st percentile {np.percentile(cosine, 1):.4f}, min {cosine.min():.4f}')
     # (a stall of the loaded machine may bend a few samples: the 1st percentile, not the min)
     assert moving.sum() > 300 and gap < 0.03 and np.percentile(cosine, 1) > 0.98
+    assert duration_on > nominal + 0.1
 
 
 def test_diagnostics_and_markers(arm):
