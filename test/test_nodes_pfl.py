@@ -45,7 +45,9 @@ TIMES = [0.0, 0.8, 1.6]
 CHEST = pfl.BODY_REGIONS['chest']
 JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_joint',
           'wrist_2_joint', 'wrist_3_joint']
-CONTROLLER = {**PAYLOAD, 'pfl.enable': True, 'pfl.body_regions': ['chest']}
+# state_timeout: on a loaded machine the simulator may stall for more than the bring-up's 0.5 s;
+# the controller would then give up the swing and hold where it is
+CONTROLLER = {**PAYLOAD, 'pfl.enable': True, 'pfl.body_regions': ['chest'], 'state_timeout': 3.0}
 
 
 class Arm:
@@ -238,3 +240,10 @@ def test_diagnostics_and_markers(arm):
     np.testing.assert_allclose(sorted([ellipsoid.scale.x, ellipsoid.scale.y, ellipsoid.scale.z]),
                                2 * np.sort(semi), rtol=1e-2)
     assert (arrow.color.r, arrow.color.g) == pytest.approx(speed_limiter.GREEN[:2])
+
+
+def test_bad_pfl_parameters_are_refused_with_the_reason(arm):
+    for values, reason in (({'pfl.frames': ['no_such_link']}, "unknown frame 'no_such_link'"),
+                           ({'pfl.body_regions': ['face']}, 'permits no transient contact')):
+        result = arm.probe.set_parameters('dynamics_controller', values)[0]
+        assert not result.successful and reason in result.reason, result.reason
