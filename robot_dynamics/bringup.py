@@ -18,7 +18,7 @@ import yaml
 PACKAGE = 'robot_dynamics'
 ROBOTS = ('panda', 'ur5e')
 EXECUTABLES = ('arm_simulator', 'dynamics_controller', 'wrench_estimator')  # robot_dynamics.nodes.*
-MODES = ('gravity_compensation', 'computed_torque')
+MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'operational_space')
 
 # The simulator is the clock of a simulated arm: when its process is held up (a shared machine),
 # simulated time stops too, so the controller and estimator may wait longer for its states.

@@ -57,7 +57,7 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, cl
                                          unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
-from . import payload, profiles, speed_limiter
+from . import payload, profiles, speed_limiter, task_space
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -79,6 +79,7 @@ class Config:
     effort_limits: np.ndarray         # model order, inf where unlimited
     max_effort_rate: float            # N m/s
     profile: profiles.Profile         # what the command and the efforts mean on this arm
+    task: object = None               # the task-space law of a task-space mode (task_space)
     pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
 
 
@@ -179,7 +180,7 @@ class DynamicsController(ArmNode):
     PARAMS = MODEL_PARAMS + STATE_PARAMS + (
         Param('mode', GRAVITY_COMPENSATION, 'string', 'control law; switching to computed_torque '
               'holds the current position until a trajectory or reference arrives',
-              choices=(GRAVITY_COMPENSATION, COMPUTED_TORQUE)),
+              choices=(GRAVITY_COMPENSATION, COMPUTED_TORQUE) + task_space.MODES),
         Param('kp', [], 'double[]', 'computed torque position gains, 1/s^2 (critically damped '
               'with kd = 2 sqrt(kp)); needed for computed_torque', per_joint=True),
         Param('kd', [], 'double[]', 'computed torque velocity gains, 1/s', per_joint=True),
@@ -189,7 +190,7 @@ class DynamicsController(ArmNode):
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
         Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
               'joint friction at the measured velocity (computed_torque always includes it)'),
-    ) + payload.PARAMS + profiles.PARAMS + speed_limiter.PARAMS
+    ) + payload.PARAMS + profiles.PARAMS + task_space.PARAMS + speed_limiter.PARAMS
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
@@ -210,6 +211,7 @@ class DynamicsController(ArmNode):
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.create_timer(0.02, self.check_stale)
         self.payload_topic = payload.subscribe(self)
+        self.task = task_space.TaskSpace(self)
         self.identification = payload.PayloadService(self)
         self.limiter = speed_limiter.SpeedLimiter(self)
         self.load_model()
@@ -235,13 +237,15 @@ class DynamicsController(ArmNode):
             'friction_compensation'])
         return Config(values['mode'], gravity, ct, np.array(limits),
                       float(values['max_effort_rate']), profiles.profile(values, arm),
-                      speed_limiter.configure(values, arm.model))
+                      task_space.configure(values, arm), speed_limiter.configure(values, arm.model))
 
     def apply(self, config):
+        self.task.apply(config.task)
         if config.mode != (self.config and self.config.mode):
             self.get_logger().info(f'mode: {config.mode}')
             self.pending = None
             self.reference = self.hold()
+            self.task.hold(self.q_last)
         self.config = config
         self.limiter.apply(config.pfl)
         self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity'))
@@ -254,6 +258,7 @@ class DynamicsController(ArmNode):
         if self.config.computed_torque is not None:
             self.config.computed_torque(q, zero, q, zero, zero)
         self.config.profile.command(q, zero)
+        task_space.warm_up(self.arm.model)
 
     def hold(self):
         """Bumpless reference: hold the last measured position (None before the first state)."""
@@ -300,6 +305,7 @@ class DynamicsController(ArmNode):
         if not self.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
             self.reference, self.pending = Setpoint(q), None
+            self.task.hold(q)
         self.q_last = q
         if self.reference is None:
             self.reference = Setpoint(q)
@@ -307,6 +313,8 @@ class DynamicsController(ArmNode):
     def control(self, q, v, t):
         if self.config.mode == GRAVITY_COMPENSATION:
             return self.config.gravity_compensation(q, v)
+        if self.config.task is not None:
+            return self.task.control(q, v, t)
         if v is None:
             raise BadInput('computed_torque needs joint velocities')
         if self.pending is not None and t >= self.pending.start:
@@ -421,7 +429,10 @@ class DynamicsController(ArmNode):
             values['mass_matrix_min_eigenvalue'] = round(smallest, 6)
             if not ok:
                 level, message = ERROR, 'model unhealthy: M(q) not positive definite'
-        return level, message, {'mode': self.values['mode'], **values}
+        warning, task = self.task.health()
+        if warning and level == OK:
+            level, message = WARN, warning
+        return level, message, {'mode': self.values['mode'], **values, **task}
 
 
 def main(args=None):

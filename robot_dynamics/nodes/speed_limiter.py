@@ -9,8 +9,8 @@ ScaledClock (dτ/dt = s): q̇ = s q̇_d(τ), q̈ = s² q̈_d(τ) + ṡ q̇_d(τ)
 
 What is scaled: joint trajectories (``~/joint_trajectory``) in computed_torque mode. Not scaled:
 streamed setpoints (``~/reference``; their sender owns their timing: it may consume s) and
-gravity compensation (nothing is commanded to move). Task-space modes are not on main yet; the
-same s is meant to scale their Cartesian target velocity.
+gravity compensation (nothing is commanded to move) and, not yet, the task-space modes
+(task_space.py): s is meant to scale their Cartesian target velocity.
 
 Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1], 100 Hz;
 1 while no trajectory is scaled), the type and range UR's speed_scaling_state_broadcaster
