@@ -213,7 +213,7 @@ def test_pfl_limits_the_swing_and_off_exceeds(arm):
           f'tangent: cosine 1st percentile {np.percentile(cosine, 1):.4f}, min {cosine.min():.4f}')
     # (a stall of the loaded machine may bend a few samples: the 1st percentile, not the min)
     assert moving.sum() > 300 and gap < 0.03 and np.percentile(cosine, 1) > 0.98
-    assert duration_on > nominal + 0.1
+    assert duration_on > nominal + 0.05   # ~0.13 s later in-process (test_speed_limiter)
 
 
 def test_diagnostics_and_markers(arm):
