@@ -231,6 +231,29 @@ def test_speed_scaling_converges_rate_limited_with_hysteresis():
     assert s[-1] == 1.0
 
 
+def test_speed_scaling_follows_a_slowly_rising_target_without_steps():
+    """Once rising, s follows a target rising slower than rise_rate every step (no staircase).
+
+    Before the latch, s stopped one hysteresis band below such a target and climbed it in
+    single rise_rate steps with pauses between: ṡ (and the scaled q̈) chattered.
+    """
+    model, scaling = scaling_case(rise_rate=1.0, fall_rate=20.0, hysteresis=0.02)
+    q, fast = np.array([0.3, 0.2]), np.array([4.0, 0.5])
+    dt = 1e-3
+    for _ in range(200):
+        scaling.update(q, fast, dt)
+    low = scaling.s
+    assert low == pytest.approx(scaling.target(q, fast), rel=1e-12)
+    # the nominal speed falls by 0.01 %/step: the target rises ~0.1/s, slower than rise_rate
+    s = [scaling.update(q, fast / (1 + 1e-4) ** k, dt) for k in range(1, 1000)]
+    targets = [low * (1 + 1e-4) ** k for k in range(1, 1000)]
+    steps = np.diff([low] + s)
+    start = np.argmax(steps > 0)       # rising starts once the target is a band above s
+    assert targets[start] > low + 0.02 - 1e-9
+    assert np.all(steps[start:] > 0)   # then every step
+    assert s[-1] == pytest.approx(targets[-1], rel=1e-9)   # caught up: on the target
+
+
 def test_scaled_clock_chain_rule():
     """q(t) = q_d(tau(t)), dtau/dt = s(t): finite differences of q(t) match the clock's q', q''."""
     traj = JointTrajectory([0.0, 1.0, 2.0], [[0.0, 0.0], [1.0, -0.5], [0.2, 0.4]])

@@ -232,9 +232,11 @@ class SpeedScaling:
 
     ``update(q, v, dt)`` takes the *nominal* joint velocity v, the one the motion would have at
     s = 1 (a trajectory's q̇_d(τ)): the scaled motion then moves point i at s |v_i| <= v_max,i.
-    s falls at most at ``fall_rate`` (1/s) and rises at most at ``rise_rate``; it rises only
-    once its target exceeds it by ``hysteresis`` (or reaches 1), so it does not chatter on the
-    border. ``points`` holds the last PointStatus of each contact point.
+    s falls at most at ``fall_rate`` (1/s) and rises at most at ``rise_rate``; it starts rising
+    only once its target exceeds it by ``hysteresis`` (or reaches 1), and then keeps following
+    the target up until the target falls below it, so it neither chatters on the border nor
+    climbs a slowly rising target in steps. ``points`` holds the last PointStatus of each
+    contact point.
     """
 
     def __init__(self, model, points, regions, rise_rate=1.0, fall_rate=20.0, hysteresis=0.02,
@@ -256,7 +258,7 @@ class SpeedScaling:
             raise ValueError(f'hysteresis must be in [0, 1), got {hysteresis!r}')
         self.rise_rate, self.fall_rate, self.hysteresis = rise_rate, fall_rate, hysteresis
         self.rest_speed = rest_speed
-        self.s, self.points = 1.0, []
+        self.s, self.points, self.rising = 1.0, [], False
 
     def target(self, q, v):
         """min(1, v_max,i / |v_i|) over the points, without smoothing; fills ``points``."""
@@ -280,9 +282,9 @@ class SpeedScaling:
             raise ValueError(f'dt must be a finite number > 0, got {dt!r}')
         target = self.target(q, v)
         if target < self.s:
-            self.s = max(target, self.s - self.fall_rate * dt)
-        elif target >= 1.0 or target > self.s + self.hysteresis:
-            self.s = min(target, self.s + self.rise_rate * dt)
+            self.s, self.rising = max(target, self.s - self.fall_rate * dt), False
+        elif self.rising or target >= 1.0 or target > self.s + self.hysteresis:
+            self.s, self.rising = min(target, self.s + self.rise_rate * dt), True
         return self.s
 
 

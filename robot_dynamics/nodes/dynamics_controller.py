@@ -57,7 +57,7 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, cl
                                          unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
-from . import payload, profiles, task_space
+from . import payload, profiles, speed_limiter, task_space
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -80,6 +80,7 @@ class Config:
     max_effort_rate: float            # N m/s
     profile: profiles.Profile         # what the command and the efforts mean on this arm
     task: object = None               # the task-space law of a task-space mode (task_space)
+    pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
 
 
 def rate_limited(tau, previous, dt, rate):
@@ -189,7 +190,7 @@ class DynamicsController(ArmNode):
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
         Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
               'joint friction at the measured velocity (computed_torque always includes it)'),
-    ) + payload.PARAMS + profiles.PARAMS + task_space.PARAMS
+    ) + payload.PARAMS + profiles.PARAMS + task_space.PARAMS + speed_limiter.PARAMS
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
@@ -212,6 +213,7 @@ class DynamicsController(ArmNode):
         self.payload_topic = payload.subscribe(self)
         self.task = task_space.TaskSpace(self)
         self.identification = payload.PayloadService(self)
+        self.limiter = speed_limiter.SpeedLimiter(self)
         self.load_model()
 
     # -- configuration -------------------------------------------------------------------------
@@ -235,7 +237,7 @@ class DynamicsController(ArmNode):
             'friction_compensation'])
         return Config(values['mode'], gravity, ct, np.array(limits),
                       float(values['max_effort_rate']), profiles.profile(values, arm),
-                      task_space.configure(values, arm))
+                      task_space.configure(values, arm), speed_limiter.configure(values, arm.model))
 
     def apply(self, config):
         self.task.apply(config.task)
@@ -245,6 +247,7 @@ class DynamicsController(ArmNode):
             self.reference = self.hold()
             self.task.hold(self.q_last)
         self.config = config
+        self.limiter.apply(config.pfl)
         self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity'))
         self.identification.configure(self.values, self.arm, config.profile)
 
@@ -316,7 +319,7 @@ class DynamicsController(ArmNode):
             raise BadInput('computed_torque needs joint velocities')
         if self.pending is not None and t >= self.pending.start:
             self.reference, self.pending = self.pending, None
-        tau = self.config.computed_torque(q, v, *self.reference.sample(t))
+        tau = self.config.computed_torque(q, v, *self.limiter.sample(self.reference, t, q, v))
         if not all_finite(tau):
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error('non-finite computed torque: holding the measured position, '
@@ -334,6 +337,7 @@ class DynamicsController(ArmNode):
             self.get_logger().info('empty joint_trajectory: holding the current position')
             return
         current = self.pending if self.pending and start >= self.pending.start else self.reference
+        current = self.limiter.blend_source(current)   # a trajectory slowed by PFL: as slowed
         try:
             self.pending = trajectory_from_msg(msg, self.arm.model, start, current)
         except BadInput as error:

@@ -20,7 +20,6 @@ import itertools
 import sys
 
 import numpy as np
-import yaml
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
@@ -53,8 +52,8 @@ def load_model(args):
     """The model of --robot (base and tip from its config unless given) or --urdf."""
     base, tip, source = args.base, args.tip, args.urdf
     if args.robot:
-        with open(bringup.config_file(f'{args.robot}.yaml')) as stream:
-            params = yaml.safe_load(stream)['dynamics_controller']['ros__parameters']
+        params = bringup.config_section(bringup.config_file(f'{args.robot}.yaml'),
+                                        'dynamics_controller')
         base, tip = base or params['base'], tip or params['tip']
         source = rd.robot_urdf(args.robot)
     model = rd.load_urdf(source, base, tip)

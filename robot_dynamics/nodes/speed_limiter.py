@@ -1,0 +1,307 @@
+"""Power and force limiting in the dynamics_controller: the speed limiter (ISO/TS 15066 A.3).
+
+Part of the controller, not a node of its own: the scale s must act where the reference is
+sampled, on the trajectory's *nominal* velocity q̇_d(τ) (core SpeedScaling: s = min(1, v_max,i /
+|v_i|) over the contact points, rate-limited, with hysteresis), before the command is computed.
+A separate node would see only the measured, already scaled velocity, one DDS hop late, and
+would close a loop around its own output. So the controller samples its trajectory on a
+ScaledClock (dτ/dt = s): q̇ = s q̇_d(τ), q̈ = s² q̈_d(τ) + ṡ q̇_d(τ), the same path, slower.
+
+What is scaled: joint trajectories (``~/joint_trajectory``) in computed_torque mode. Not scaled:
+streamed setpoints (``~/reference``; their sender owns their timing: it may consume s) and
+gravity compensation (nothing is commanded to move) and, not yet, the task-space modes
+(task_space.py): s is meant to scale their Cartesian target velocity.
+
+Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1], 100 Hz;
+1 while no trajectory is scaled), the type and range UR's speed_scaling_state_broadcaster
+publishes; per contact point, at the *measured* state, the speed, reflected mass m_R, v_max and
+region on /diagnostics (1 Hz) and, on ``~/pfl_markers`` (visualization_msgs/MarkerArray,
+``pfl.marker_rate``), the reflected-mass ellipsoid {x: xᵀ J_v M⁻¹ J_vᵀ x ≤ 1} (radius √m_R(u)
+along u, times ``pfl.marker_scale``) and the velocity arrow coloured by its margin.
+
+An engineering aid computing the standard's formula with the arm's reflected mass; not a
+certified safety function (a cell still needs the robot's safety controller and a risk
+assessment).
+"""
+import dataclasses
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from geometry_msgs.msg import Point
+from scipy.spatial.transform import Rotation
+from std_msgs.msg import ColorRGBA, Float64
+from visualization_msgs.msg import Marker, MarkerArray
+
+import robot_dynamics as rd
+from robot_dynamics.core import power_force_limiting as pfl
+
+from .parameters import ConfigError, Param
+
+PUBLISH_PERIOD = 0.01   # s: ~/speed_scaling at 100 Hz
+DIAGNOSTICS_PERIOD = 1.0
+MAX_AXIS = 1.0          # m: longest drawn ellipsoid semi-axis (m_R -> inf where J_v loses rank)
+WARN_RATIO = 0.8        # arrow colour: green below 0.8 v_max, orange up to v_max, red above
+GREEN, ORANGE, RED = (0.1, 0.8, 0.1), (1.0, 0.6, 0.0), (0.9, 0.1, 0.1)
+
+PARAMS = (
+    Param('pfl.enable', False, 'bool', 'power and force limiting: scale the trajectory clock '
+          'so each contact point stays <= v_max of its body regions (ISO/TS 15066 A.3)'),
+    Param('pfl.frames', [], 'string[]', 'contact points: frame names (empty: the tip)'),
+    Param('pfl.offsets', [], 'double[]', 'contact points: 3 per frame, m, from the frame origin '
+          'in frame axes (empty: the frame origins)'),
+    Param('pfl.body_regions', [], 'string[]', 'body regions a contact may hit; the lowest v_max '
+          'rules (empty: every region of the table that permits transient contact)'),
+    Param('pfl.region_overrides', '', 'string', 'YAML file {region: {quasi_static_force, '
+          'transient_force, spring_constant, effective_mass}} (N, N/m, kg) replacing or adding '
+          'entries of the ISO/TS 15066 table (empty: the table)'),
+    Param('pfl.rise_rate', 1.0, 'double', 'largest rate at which s rises, 1/s', range=(1e-3, 1e3)),
+    Param('pfl.fall_rate', 20.0, 'double', 'largest rate at which s falls, 1/s',
+          range=(1e-3, 1e4)),
+    Param('pfl.hysteresis', 0.02, 'double', 's rises only once its target exceeds it by this '
+          '(or reaches 1)', range=(0.0, 0.5)),
+    Param('pfl.marker_rate', 10.0, 'double', '~/pfl_markers rate, Hz (0: none)',
+          range=(0.0, 100.0)),
+    Param('pfl.marker_scale', 0.05, 'double', 'ellipsoid semi-axis per sqrt(kg) of reflected '
+          'mass, m; the velocity arrow is 0.2 s of motion long', range=(1e-6, 10.0)),
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class LimiterConfig:
+    enabled: bool
+    scaling: pfl.SpeedScaling    # on the nominal velocity (holds s)
+    monitor: pfl.SpeedScaling    # the same points and regions, on the measured velocity
+    marker_rate: float
+    marker_scale: float
+
+
+def contact_points(values, model):
+    """pfl.frames and pfl.offsets -> ContactPoints (default: the tip's origin)."""
+    frames = list(values['pfl.frames']) or [model.tip]
+    offsets = np.asarray(values['pfl.offsets'] or [0.0] * 3 * len(frames), dtype=float)
+    if offsets.shape != (3 * len(frames),) or not np.isfinite(offsets).all():
+        raise ConfigError(f"pfl.offsets needs 3 finite values per frame of pfl.frames "
+                          f"({3 * len(frames)}), got {list(values['pfl.offsets'])}")
+    for frame in frames:
+        try:
+            model.frame_index(frame)
+        except (KeyError, ValueError):
+            raise ConfigError(f"pfl.frames: unknown frame '{frame}' (the chain's frames: "
+                              f"{', '.join(model.frame_names)})") from None
+    return [pfl.ContactPoint(f, tuple(o)) for f, o in zip(frames, offsets.reshape(-1, 3))]
+
+
+def body_regions(values):
+    """The configured regions: the table with pfl.region_overrides, those of pfl.body_regions."""
+    try:
+        table = pfl.body_regions(values['pfl.region_overrides'] or None)
+    except (OSError, ValueError, TypeError) as error:
+        raise ConfigError(f'pfl.region_overrides: {error}') from None
+    names = list(values['pfl.body_regions']) or [
+        n for n, r in table.items() if r.transient_force is not None]
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise ConfigError(f"pfl.body_regions: unknown {unknown}; known: {', '.join(table)}")
+    barred = [n for n in names if table[n].transient_force is None]
+    if barred:
+        raise ConfigError(f'pfl.body_regions: ISO/TS 15066 permits no transient contact with '
+                          f'{barred} (v_max = 0): exclude that contact by other means')
+    return [table[n] for n in names]
+
+
+def configure(values, model):
+    """Parameter values -> LimiterConfig, or ConfigError with the reason."""
+    points, regions = contact_points(values, model), body_regions(values)
+    rates = {k: values[f'pfl.{k}'] for k in ('rise_rate', 'fall_rate', 'hysteresis')}
+    try:
+        scaling = pfl.SpeedScaling(model, points, regions, **rates)
+        monitor = pfl.SpeedScaling(model, points, regions, **rates)
+    except (ValueError, KeyError) as error:
+        raise ConfigError(f'pfl: {error}') from None
+    return LimiterConfig(values['pfl.enable'], scaling, monitor, values['pfl.marker_rate'],
+                         values['pfl.marker_scale'])
+
+
+class SpeedLimiter:
+    """The controller's PFL hook: ``sample`` gives the reference on the scaled clock."""
+
+    def __init__(self, node):
+        self.node, self.config = node, None
+        self.clock = self.reference = self.t_clock = None
+        self.state = None              # the last measured (q, v), model order
+        self.s_low = 1.0               # lowest s since the last diagnostics
+        self.scale = node.create_publisher(Float64, '~/speed_scaling', 10)
+        self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1)
+        self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        node.create_timer(PUBLISH_PERIOD, self.publish_scale)
+        node.create_timer(DIAGNOSTICS_PERIOD, self.publish_diagnostics)
+        self.marker_timer = None
+
+    @property
+    def s(self):
+        return self.config.scaling.s if self.clock is not None else 1.0
+
+    def apply(self, config):
+        """Take a new configuration; s carries over (no jump while a trajectory runs)."""
+        if self.config is not None:
+            config.scaling.s = self.config.scaling.s
+        self.config = config
+        model = config.monitor.model   # compile (or load) the kernels before the first state
+        config.monitor.target(model.neutral_position, np.full(model.nv, 0.1))
+        if self.marker_timer is not None:
+            self.node.destroy_timer(self.marker_timer)
+            self.marker_timer = None
+        if config.marker_rate > 0:
+            self.marker_timer = self.node.create_timer(1.0 / config.marker_rate,
+                                                       self.publish_markers)
+
+    def sample(self, reference, t, q, v):
+        """(q_d, q̇_d, q̈_d) at t: a TimedTrajectory on the clock scaled by s, else unscaled.
+
+        A trajectory being scaled stays on its clock when PFL is switched off (s rises to 1 at
+        rise_rate): its reference time lags the wall clock's and must not jump.
+        """
+        self.state = (q, v)
+        trajectory = getattr(reference, 'trajectory', None)
+        if trajectory is None or not (self.config.enabled or reference is self.reference):
+            self.clock = self.reference = None
+            return reference.sample(t)
+        if reference is not self.reference:
+            self.reference, self.t_clock = reference, t
+            self.config.scaling.s = 1.0
+            self.clock = pfl.ScaledClock(t - reference.start)
+        elif t > self.t_clock:
+            dt, self.t_clock = t - self.t_clock, t
+            self.clock.advance(self.next_scale(trajectory, dt), dt)
+            self.s_low = min(self.s_low, self.clock.s)
+        return self.clock.sample(trajectory)
+
+    def blend_source(self, reference):
+        """What a new trajectory blends from: the running one as scaled, else ``reference``.
+
+        The scaled reference at t, extrapolated from the clock at the current s (exact at the
+        newest state's stamp, where a trajectory without a stamp starts).
+        """
+        if self.clock is None or reference is not self.reference:
+            return reference
+        return ScaledSample(reference.trajectory, self.clock.tau, self.clock.s, self.t_clock)
+
+    def next_scale(self, trajectory, dt):
+        """s after dt: SpeedScaling on the nominal q̇_d(τ); disabled, back to 1 at rise_rate."""
+        scaling = self.config.scaling
+        if self.config.enabled:
+            q_d, v_nominal, _ = trajectory.sample(self.clock.tau)
+            return scaling.update(q_d, v_nominal, dt)
+        scaling.s = min(1.0, scaling.s + scaling.rise_rate * dt)
+        return scaling.s
+
+    # -- outputs -------------------------------------------------------------------------------
+    def publish_scale(self):
+        if self.config is not None:
+            self.scale.publish(Float64(data=float(self.s)))
+
+    def measured(self):
+        """PointStatus per contact point at the last measured state; None before a state."""
+        if self.config is None or self.state is None or self.state[1] is None:
+            return None
+        self.config.monitor.target(*self.state)
+        return self.config.monitor.points
+
+    def publish_diagnostics(self):
+        if self.config is None:
+            return
+        points = self.measured()
+        values = {'enabled': self.config.enabled, 'speed_scaling': round(self.s, 4),
+                  'speed_scaling_min': round(self.s_low, 4)}
+        self.s_low = self.s
+        level, message = DiagnosticStatus.OK, 'scaling trajectories' if \
+            self.config.enabled else 'disabled: monitoring only'
+        for i, p in enumerate(points or ()):
+            values.update(point_values(i, p))
+            if p.speed > p.permissible_speed:
+                level, message = DiagnosticStatus.WARN, f'point {i} ({p.point.frame}) above v_max'
+        status = DiagnosticStatus(
+            level=level, name=f'power and force limiting: {self.node.get_name()}',
+            message=message if points is not None else 'no joint states in computed_torque yet',
+            hardware_id=self.node.values['tip'],
+            values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+        array = DiagnosticArray(status=[status])
+        array.header.stamp = self.node.get_clock().now().to_msg()
+        self.diagnostics.publish(array)
+
+    def publish_markers(self):
+        """The MarkerArray, when someone subscribes (computing it takes ~1 ms)."""
+        points = self.measured() if self.markers.get_subscription_count() else None
+        if points is None:
+            return
+        model, (q, _) = self.config.scaling.model, self.state
+        stamp = self.node.get_clock().now().to_msg()
+        array = MarkerArray()
+        for i, status in enumerate(points):
+            ellipsoid, arrow = point_markers(model, q, status, self.config.marker_scale)
+            for k, marker in enumerate((ellipsoid, arrow)):
+                marker.header.frame_id, marker.header.stamp = model.base, stamp
+                marker.ns, marker.id = 'pfl', 2 * i + k
+            array.markers += [ellipsoid, arrow]
+        self.markers.publish(array)
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaledSample:
+    """A trajectory on a clock at τ at time t_clock, running on at rate s."""
+
+    trajectory: object
+    tau: float
+    s: float
+    t_clock: float
+
+    def sample(self, t):
+        """(q_d(τ'), s q̇_d(τ'), s² q̈_d(τ')), τ' = τ + s (t − t_clock)."""
+        q, v, a = self.trajectory.sample(self.tau + self.s * (t - self.t_clock))
+        return q, self.s * v, self.s ** 2 * a
+
+
+def point_values(i, p):
+    """The /diagnostics values of one contact point (measured speed, m_R, v_max, region)."""
+    at_rest = p.region is None
+    return {f'point{i}.frame': p.point.frame, f'point{i}.offset_m': list(p.point.offset),
+            f'point{i}.speed_m_s': round(p.speed, 4),
+            f'point{i}.reflected_mass_kg': 'at rest' if at_rest else round(p.reflected_mass, 4),
+            f'point{i}.permissible_speed_m_s': 'at rest' if at_rest else
+            round(p.permissible_speed, 4),
+            f'point{i}.region': 'at rest' if at_rest else p.region,
+            f'point{i}.speed_ratio': 0.0 if at_rest else round(p.speed / p.permissible_speed, 4)}
+
+
+def point_markers(model, q, status, scale):
+    """(ellipsoid, arrow) Markers of one contact point, base frame.
+
+    Ellipsoid: principal axes of Λ_v = (J_v M⁻¹ J_vᵀ)⁻¹, semi-axes scale · √(eigenvalue) (capped
+    at MAX_AXIS). Arrow: the measured velocity over 0.2 s, coloured by speed / v_max.
+    """
+    point = status.point
+    p = (rd.frame_pose(model, q, point.frame) @ np.append(point.offset, 1.0))[:3]
+    mobility, axes = np.linalg.eigh(pfl.point_mobility(model, q, point.frame, point.offset))
+    if np.linalg.det(axes) < 0:
+        axes[:, 0] = -axes[:, 0]
+    semi = np.minimum(scale / np.sqrt(np.maximum(mobility, 1e-300)), MAX_AXIS)
+    ellipsoid = Marker(type=Marker.SPHERE, action=Marker.ADD)
+    ellipsoid.pose.position = Point(x=p[0], y=p[1], z=p[2])
+    x, y, z, w = Rotation.from_matrix(axes).as_quat()
+    o = ellipsoid.pose.orientation
+    o.x, o.y, o.z, o.w = float(x), float(y), float(z), float(w)
+    ellipsoid.scale.x, ellipsoid.scale.y, ellipsoid.scale.z = (2.0 * semi).tolist()
+    ellipsoid.color = ColorRGBA(r=0.3, g=0.5, b=1.0, a=0.4)
+    arrow = Marker(type=Marker.ARROW, action=Marker.ADD)
+    tip = p if status.region is None else p + 0.2 * status.speed * status.direction
+    arrow.points = [Point(x=p[0], y=p[1], z=p[2]), Point(x=tip[0], y=tip[1], z=tip[2])]
+    arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.01, 0.02, 0.03
+    arrow.color = ColorRGBA(**dict(zip('rgb', margin_colour(status))), a=1.0)
+    arrow.pose.orientation.w = 1.0
+    return ellipsoid, arrow
+
+
+def margin_colour(status):
+    """Green below WARN_RATIO · v_max (or at rest), orange up to v_max, red above."""
+    ratio = 0.0 if status.region is None else status.speed / status.permissible_speed
+    return GREEN if ratio < WARN_RATIO else ORANGE if ratio <= 1.0 else RED
