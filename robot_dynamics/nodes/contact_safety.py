@@ -16,8 +16,8 @@ stepped on the joint states' clock), not a step.
 
 Collision detection. A momentum observer on the measured efforts (``rd.MomentumObserver``,
 gain ``collision.observer_gain``) gives the residual r ≈ τ_ext every joint state;
-``rd.CollisionDetector`` declares a collision after ``collision.samples`` consecutive samples with |r_i| over
-``collision.thresholds`` (default ``rd.default_thresholds``) or the tip force over
+``rd.CollisionDetector`` declares a collision after ``collision.samples`` consecutive samples
+with |r_i| over ``collision.thresholds`` (default ``rd.default_thresholds``) or the tip force over
 ``collision.force_threshold``. The event is latched until ``~/reset`` (std_srvs/Trigger) and
 published on ``~/collision`` (diagnostic_msgs/DiagnosticArray, reliable, transient local,
 depth 1: a late subscriber gets the current state; after a reset an OK status) and in
@@ -40,7 +40,7 @@ from .joint_states import BadInput
 from .parameters import ConfigError, Param
 
 TIME_SCALING_HEADROOM = 1.01   # s = 1.01 × the smallest fitting factor: 1 % below the limits
-REFERENCE_RAMP = 0.2           # s: default streamed-reference acceleration = v_max / 0.2 s
+REFERENCE_RAMP = 0.5           # s: default streamed-reference acceleration = v_max / 0.5 s
 DEFAULT_OBSERVER_GAIN = 50.0   # 1/s, as the wrench estimator's
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,
