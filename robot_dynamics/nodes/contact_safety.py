@@ -35,6 +35,7 @@ import robot_dynamics as rd
 from robot_dynamics.core.collision import SAMPLES, CollisionDetector, Comply, Reaction
 from robot_dynamics.core.observers import MomentumObserver
 from robot_dynamics.core.setpoints import SetpointLimiter
+from robot_dynamics.core.trajectory import JointTrajectory
 
 from .joint_states import BadInput
 from .parameters import ConfigError, Param
@@ -191,6 +192,18 @@ def feasible(safety, trajectory, log):
     log(f'joint_trajectory over the limits as timed: slowed down uniformly by a factor '
         f'{factor:.4f} ({trajectory.duration:.3f} s -> {trajectory.duration * factor:.3f} s)')
     return trajectory.time_scaled(factor)
+
+
+def warm_up(safety):
+    """Run the trajectory check and the observer once (numba compiles or loads them here)."""
+    model = safety.model
+    q = model.neutral_position
+    trajectory = JointTrajectory([0.0, 1.0], [q, q])
+    rd.trajectory_violations(model, trajectory, safety.acceleration_limit)
+    rd.time_scaling(model, trajectory, safety.acceleration_limit)
+    observer = MomentumObserver(model, safety.observer_gain)
+    for dt in (0.0, 1e-3):
+        observer.update(q, np.zeros(model.nv), rd.gravity(model, q), dt)
 
 
 class LimitedSetpoint:

@@ -260,6 +260,7 @@ class DynamicsController(ArmNode):
         self.config.gravity_compensation(q, zero)
         if self.config.computed_torque is not None:
             self.config.computed_torque(q, zero, q, zero, zero)
+        contact_safety.warm_up(self.config.safety)
 
     def configure_detection(self, safety):
         """The observer and detector for ``collision.*`` (observer None when off)."""
