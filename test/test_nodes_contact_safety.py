@@ -138,7 +138,7 @@ class Arm:
             f'no log line {pattern!r}\n{self.launch.log("dynamics_controller")[-3000:]}'
 
     def event(self, node, timeout=5.0):
-        """The newest ~/collision status of a node once it is an event (level ERROR)."""
+        """The newest ~/collision status of a node, once it reports a collision (ERROR)."""
         deadline = time.monotonic() + timeout
         while True:
             status = self.events[node].messages[-1].status[0] if len(self.events[node]) else None
