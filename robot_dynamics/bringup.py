@@ -3,16 +3,22 @@
 Both launch/*.launch.py (through ``launch_description``) and the pip-environment runner
 (robot_dynamics.run) render it.
 
-Every node gets ``config/<robot>.yaml`` (``<node>: ros__parameters:`` sections) and then the
-inline parameters of its NodeSpec: the URDF as ``robot_description`` and the setup's choices.
+Every node gets ``config/<robot>.yaml`` or the ``config`` given (``/**/<node>: ros__parameters:``
+sections, which match the node in any namespace) and then the inline parameters of its NodeSpec:
+the URDF as ``robot_description`` and the setup's choices. ``namespace`` puts every node (and so
+its relative topics: joint_states, effort_controller/commands, ~/...) under it; ``prefix`` is
+prepended to the frame and joint names the config file gives (PREFIXED), for descriptions whose
+names carry one (franka_fr3_duo's left_/right_, a dual xArm).
 """
 import dataclasses
 import pathlib
 
+import yaml
+
 PACKAGE = 'robot_dynamics'
 ROBOTS = ('panda', 'ur5e')
 EXECUTABLES = ('arm_simulator', 'dynamics_controller', 'wrench_estimator')  # robot_dynamics.nodes.*
-MODES = ('gravity_compensation', 'computed_torque')
+MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'operational_space')
 
 # The simulator is the clock of a simulated arm: when its process is held up (a shared machine),
 # simulated time stops too, so the controller and estimator may wait longer for its states.
@@ -35,7 +41,10 @@ ARGUMENTS = {
     'urdf': ('', 'URDF file (empty: the shipped URDF of robot)'),
     'use_description_topic': ('false', 'true: pass no robot_description parameter; the nodes '
                                        'read the robot_description topic (robot_state_publisher)'),
-    'config': ('', 'parameter file (empty: config/<robot>.yaml of this package)'),
+    'config': ('', 'parameter file, or the name of one in config/ of this package (e.g. fr3, '
+                   'ur5e_ros2_driver); empty: config/<robot>.yaml'),
+    'namespace': ('', 'namespace of every node and topic (empty: none), e.g. left'),
+    'prefix': ('', "prepended to the config's joint and frame names (empty: none), e.g. left_"),
     'engine': ('', 'arm_simulator engine for simulated_arm: internal or mujoco (empty: the '
                    "config file's, else internal)"),
     'mode': ('gravity_compensation', f"dynamics_controller mode for simulated_arm: "
@@ -49,6 +58,12 @@ class NodeSpec:
     name: str
     params_file: str
     parameters: dict       # applied after params_file
+    namespace: str = ''
+
+    @property
+    def label(self):
+        """Unique within a bring-up: the name, after its namespace ('left.arm_simulator')."""
+        return f"{self.namespace.replace('/', '.')}.{self.name}" if self.namespace else self.name
 
 
 def share_directory():
@@ -68,8 +83,45 @@ def config_file(name):
     return str(share_directory() / 'config' / name)
 
 
+PREFIXED = ('base', 'tip', 'joints', 'reference_frame')  # names the ``prefix`` argument prefixes
+
+
+def config_path(config, robot):
+    """The parameter file: ``config`` (a path, or a file name in config/ without .yaml)."""
+    if not config:
+        return config_file(f'{robot}.yaml')
+    if pathlib.Path(config).suffix in ('.yaml', '.yml') or '/' in config:
+        return config
+    path = pathlib.Path(config_file(f'{config}.yaml'))
+    if not path.is_file():
+        shipped = sorted(p.stem for p in path.parent.glob('*.yaml'))
+        raise ValueError(f"no parameter file '{config}': give a path or one of {shipped}")
+    return str(path)
+
+
+def load_config(path):
+    """A parameter file as {node name: {'ros__parameters': {...}}} ('/**/' keys unwrapped)."""
+    document = yaml.safe_load(pathlib.Path(path).read_text()) or {}
+    return {key.removeprefix('/**/'): value for key, value in document.items()}
+
+
+def config_section(path, node):
+    """The ros__parameters of ``node`` in a parameter file ({} if it has none)."""
+    return dict(load_config(path).get(node, {}).get('ros__parameters', {}))
+
+
+def prefixed(section, prefix):
+    """The PREFIXED names of a config section with ``prefix`` prepended."""
+    out = {}
+    for name in PREFIXED:
+        value = section.get(name)
+        if value:
+            out[name] = [prefix + v for v in value] if isinstance(value, list) else prefix + value
+    return out
+
+
 def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
-          mode='gravity_compensation', overrides=None, engine=''):
+          mode='gravity_compensation', overrides=None, engine='', namespace='', prefix=''):
     """The NodeSpecs of a setup; ``overrides``: {node name: {parameter: value}} applied last."""
     if setup not in SETUPS:
         raise ValueError(f"unknown setup '{setup}'; known: {', '.join(SETUPS)}")
@@ -81,15 +133,17 @@ def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
     if not _true(use_description_topic):
         from robot_dynamics.core.robots import robot_urdf
         description['robot_description'] = pathlib.Path(urdf or robot_urdf(robot)).read_text()
+    params_file = config_path(config, robot)
     specs = []
     for name, parameters in SETUPS[setup].items():
-        parameters = {**description, **parameters}
+        renamed = prefixed(config_section(params_file, name), prefix) if prefix else {}
+        parameters = {**description, **renamed, **parameters}
         if setup == 'simulated_arm' and name == 'dynamics_controller':
             parameters['mode'] = mode
         if setup == 'simulated_arm' and name == 'arm_simulator' and engine:
             parameters['engine'] = engine
         parameters.update((overrides or {}).get(name, {}))
-        specs.append(NodeSpec(name, name, config or config_file(f'{robot}.yaml'), parameters))
+        specs.append(NodeSpec(name, name, params_file, parameters, namespace.strip('/')))
     return specs
 
 
@@ -106,7 +160,8 @@ def launch_description(setup):
     def render(context):
         arguments = {name: context.launch_configurations[name] for name in ARGUMENTS}
         return [Node(package=PACKAGE, executable=spec.executable, name=spec.name,
-                     output='screen', parameters=[spec.params_file, spec.parameters])
+                     namespace=spec.namespace, output='screen',
+                     parameters=[spec.params_file, spec.parameters])
                 for spec in nodes(setup, **arguments)]
 
     return LaunchDescription(

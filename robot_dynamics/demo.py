@@ -1,7 +1,7 @@
 """MuJoCo's arm under our controller and wrench estimator, end to end, and what happened.
 
     python -m robot_dynamics.demo [--robot panda|ur5e] [--urdf PATH [--base LINK] [--tip LINK]]
-        [--out DIR]
+        [--out DIR] [--scene joint|cartesian]
 
 Starts the ``simulated_arm`` bring-up with the MuJoCo engine (arm_simulator engine=mujoco,
 dynamics_controller, wrench_estimator: one process each, loopback DDS, a domain of their own)
@@ -19,8 +19,11 @@ wrench over time) to DIR/<robot>_demo.png and the figures to DIR/<robot>_demo.ya
 (DIR: ./demo_results). ``--urdf``: any arm URDF with
 inertials; base and tip default to the root and the deepest leaf of the longest chain, the
 initial pose to the middle of the joint ranges, the gains to those of the shipped configs.
+``--scene cartesian``: the task-space modes instead (hold, push, release, target, a streamed
+circle; robot_dynamics.demo_cartesian).
 """
 import argparse
+import contextlib
 import os
 import pathlib
 import tempfile
@@ -125,7 +128,8 @@ class Observer(Node):
 PUSH_TIME = 1.0   # s
 
 
-def gravity_compensation(observer, processes, joints, q0):
+def wait_for_release(observer, processes):
+    """Until the first effort command (the brakes release) and the first joint state."""
     print('   waiting for the nodes (first start: numba compiles, up to a minute) ...', flush=True)
     deadline = time.monotonic() + 120.0
     while not (observer.released.wait(0.5) and observer.states):
@@ -135,6 +139,10 @@ def gravity_compensation(observer, processes, joints, q0):
             raise TimeoutError('no effort command: is the controller running?')
     # no more 1 kHz callbacks; destroyed in the executor's thread, where it is safe
     observer.executor.create_task(observer.destroy_subscription, observer.commands)
+
+
+def gravity_compensation(observer, processes, joints, q0):
+    wait_for_release(observer, processes)
     released = observer.now()
     progress(observer, released + 2.0, 'released under gravity compensation')
     t, q = observer.positions(joints, released, released + 2.0)
@@ -243,7 +251,7 @@ def arm_config(args, work):
     import robot_dynamics as rd
     if not args.urdf:
         path = bringup.config_file(f'{args.robot}.yaml')
-        sim = yaml.safe_load(open(path))['arm_simulator']['ros__parameters']
+        sim = bringup.load_config(path)['arm_simulator']['ros__parameters']
         model = rd.load_urdf(rd.robot_urdf(args.robot), sim['base'], sim['tip'])
         order = [model.joint_names.index(j) for j in sim['joints']]
         return (path, sim['base'], sim['tip'], sim['joints'], np.array(sim['initial_position']),
@@ -292,7 +300,7 @@ def plot(path, title, tracking, push):
     plt.close(fig)
 
 
-def main(argv=None):
+def arguments(argv):
     parser = argparse.ArgumentParser(prog='python -m robot_dynamics.demo',
                                      description=__doc__.split('\n\n')[0])
     parser.add_argument('--robot', default='panda', choices=bringup.ROBOTS)
@@ -300,37 +308,40 @@ def main(argv=None):
     parser.add_argument('--base', help='base link (default: the URDF root)')
     parser.add_argument('--tip', help='tip link (default: the deepest leaf)')
     parser.add_argument('--out', default='demo_results', help='directory of the figure')
-    args = parser.parse_args(argv)
-    name = pathlib.Path(args.urdf).stem if args.urdf else args.robot
-    began = time.monotonic()
+    parser.add_argument('--scene', default='joint', choices=('joint', 'cartesian'),
+                        help='joint: the scenario above; cartesian: the task-space modes '
+                             '(robot_dynamics.demo_cartesian)')
+    return parser.parse_args(argv)
 
+
+@contextlib.contextmanager
+def session(args, name, observer_class=None, controller=None):
+    """The simulated_arm bring-up on MuJoCo, our observer spinning beside it; stopped at exit.
+
+    Yields (observer, processes, arm_config's tuple); ``controller``: dynamics_controller
+    parameters over the config file's.
+    """
     domain, lock = run.allocate_domain_id()
     with tempfile.TemporaryDirectory(prefix='robot_dynamics_demo_') as work:
-        config, base, tip, joints, q0, lower, upper = arm_config(args, work)
+        arm = arm_config(args, work)
         env = run.loopback_environment(domain, work)
         os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',
                                                'FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_LOG_DIR')})
         rclpy.init()
-        observer = Observer()
+        observer = (observer_class or Observer)()
         executor = SingleThreadedExecutor()
         executor.add_node(observer)
         spinner = threading.Thread(target=executor.spin, daemon=True)
         spinner.start()
-        print(f'{name} ({base} -> {tip}) on MuJoCo: arm_simulator, dynamics_controller, '
+        print(f'{name} ({arm[1]} -> {arm[2]}) on MuJoCo: arm_simulator, dynamics_controller, '
               f'wrench_estimator (ROS_DOMAIN_ID={domain}, loopback DDS; logs in {work})',
               flush=True)
         specs = bringup.nodes('simulated_arm', robot=args.robot, urdf=args.urdf or '',
-                              config=config, overrides={'arm_simulator': SIMULATOR})
+                              config=arm[0], overrides={'arm_simulator': SIMULATOR,
+                                                        'dynamics_controller': controller or {}})
         processes = run.Processes(specs, env, work, output=work)
         try:
-            print('1. release under gravity compensation', flush=True)
-            drift, window = gravity_compensation(observer, processes, joints, q0)
-            print(f'2. computed torque through {len(WAYPOINT_OFFSETS)} waypoints', flush=True)
-            t_track, error, duration = tracking(observer, joints, lower, upper)
-            print('3. a push at the end effector, then ~/tare', flush=True)
-            t_push, estimates, push_time, settled, tared = push(observer, base, WRENCH)
-            controller = observer.diagnostics.get('dynamics_controller', {})
-            simulator = observer.diagnostics.get('arm_simulator', {})
+            yield observer, processes, arm
         finally:
             codes = processes.stop()
             executor.shutdown()
@@ -339,6 +350,25 @@ def main(argv=None):
             rclpy.try_shutdown()
             lock.close()
             report_logs(work, codes)
+
+
+def main(argv=None):
+    args = arguments(argv)
+    name = pathlib.Path(args.urdf).stem if args.urdf else args.robot
+    if args.scene == 'cartesian':
+        from robot_dynamics import demo_cartesian
+        return demo_cartesian.main(args, name)
+    began = time.monotonic()
+    with session(args, name) as (observer, processes, arm):
+        config, base, tip, joints, q0, lower, upper = arm
+        print('1. release under gravity compensation', flush=True)
+        drift, window = gravity_compensation(observer, processes, joints, q0)
+        print(f'2. computed torque through {len(WAYPOINT_OFFSETS)} waypoints', flush=True)
+        t_track, error, duration = tracking(observer, joints, lower, upper)
+        print('3. a push at the end effector, then ~/tare', flush=True)
+        t_push, estimates, push_time, settled, tared = push(observer, base, WRENCH)
+        controller = observer.diagnostics.get('dynamics_controller', {})
+        simulator = observer.diagnostics.get('arm_simulator', {})
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     figure = out / f'{name}_demo.png'

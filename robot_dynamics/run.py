@@ -5,7 +5,8 @@
         [--domain-id N]
 
 Each node runs as ``python -m robot_dynamics.nodes.<executable> --ros-args -r __node:=<name>
---params-file config/<robot>.yaml --params-file <generated: the bring-up's parameters>``.
+[-r __ns:=/<namespace>] --params-file config/<robot>.yaml --params-file <generated: the
+bring-up's parameters>``.
 DDS stays on 127.0.0.1 (FASTDDS_DEFAULT_PROFILES_FILE = config/fastdds_loopback.xml,
 RMW_IMPLEMENTATION = rmw_fastrtps_cpp) in a ROS_DOMAIN_ID of its own: the given one, else a free
 one from 1..101 held by a lock file in the temp directory while the run lasts, so parallel runs
@@ -63,10 +64,13 @@ def node_command(spec, work_dir):
     not: rcl files it under "/**", below the node sections).
     """
     argv = [sys.executable, '-m', f'robot_dynamics.nodes.{spec.executable}', '--ros-args',
-            '-r', f'__node:={spec.name}', '--params-file', spec.params_file]
+            '-r', f'__node:={spec.name}']
+    if spec.namespace:
+        argv += ['-r', f'__ns:=/{spec.namespace}']
+    argv += ['--params-file', spec.params_file]
     if spec.parameters:
-        path = pathlib.Path(work_dir) / f'{spec.name}.params.yaml'
-        path.write_text(yaml.safe_dump({spec.name: {'ros__parameters': spec.parameters}}))
+        path = pathlib.Path(work_dir) / f'{spec.label}.params.yaml'
+        path.write_text(yaml.safe_dump({f'/**/{spec.name}': {'ros__parameters': spec.parameters}}))
         argv += ['--params-file', str(path)]
     return argv
 
@@ -80,8 +84,8 @@ class Processes:
         for spec in specs:
             out = None
             if output is not None:
-                out = open(pathlib.Path(output) / f'{spec.name}.log', 'w')
-            self.procs[spec.name] = subprocess.Popen(
+                out = open(pathlib.Path(output) / f'{spec.label}.log', 'w')
+            self.procs[spec.label] = subprocess.Popen(
                 node_command(spec, work_dir), env=env, stdout=out,
                 stderr=subprocess.STDOUT if out else None)
 

@@ -113,7 +113,7 @@ class Launch:
 
     def __init__(self, ros, specs, directory):
         directory.mkdir()
-        self.directory, self.names = directory, [s.name for s in specs]
+        self.directory, self.names = directory, [s.label for s in specs]
         self.started = time.monotonic()
         self.processes = run.Processes(specs, ros.env, directory, output=directory)
 

@@ -6,7 +6,6 @@ The UR5e with its wrist_3_joint made continuous starts at 2.9 rad; a trajectory 
 """
 import numpy as np
 import pytest
-import yaml
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -15,7 +14,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 
-CONFIG = yaml.safe_load(open(bringup.config_file('ur5e.yaml')))['arm_simulator']['ros__parameters']
+CONFIG = bringup.load_config(bringup.config_file('ur5e.yaml'))['arm_simulator']['ros__parameters']
 JOINTS = CONFIG['joints']
 WRIST = JOINTS.index('wrist_3_joint')
 Q0 = np.array(CONFIG['initial_position'])

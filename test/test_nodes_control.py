@@ -14,7 +14,6 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from scipy.interpolate import CubicSpline
@@ -31,7 +30,7 @@ from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 
 CLASSES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,
            'wrench_estimator': WrenchEstimator}
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 Q0 = np.array(CONFIG['arm_simulator']['ros__parameters']['initial_position'])
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
 

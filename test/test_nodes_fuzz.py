@@ -18,7 +18,6 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-import yaml
 from geometry_msgs.msg import WrenchStamped
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rclpy.parameter import Parameter
@@ -32,7 +31,7 @@ from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, to_duration, to_time
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 PARAMS = CONFIG['dynamics_controller']['ros__parameters']
 JOINTS = PARAMS['joints']
 URDF = open(rd.robot_urdf('panda')).read()

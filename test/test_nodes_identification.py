@@ -17,7 +17,6 @@ import time
 import numpy as np
 import pytest
 import rclpy
-import yaml
 from geometry_msgs.msg import InertiaStamped
 from rclpy.parameter import Parameter
 from scipy.interpolate import CubicSpline
@@ -32,7 +31,7 @@ from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
 URDF = open(rd.robot_urdf('panda')).read()
 HIDDEN = {'payload.mass': 1.5, 'payload.com': [0.03, -0.02, 0.08],

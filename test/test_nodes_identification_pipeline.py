@@ -17,7 +17,6 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
-import yaml
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -30,7 +29,7 @@ from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 from test_nodes_mujoco import window
 from test_tools_ros import Recorder
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 SIM = CONFIG['arm_simulator']['ros__parameters']
 JOINTS, Q0 = SIM['joints'], np.array(SIM['initial_position'])
 HIDDEN = {'armature': [0.2, 0.2, 0.2, 0.2, 0.05, 0.05, 0.05],
@@ -149,7 +148,7 @@ def test_record_fit_load_cuts_tracking_error_and_estimator_bias_tenfold(arm, tmp
                      '--tip', SIM['tip'], '--links', '--friction', '--armature',
                      '--output', str(fitted)]) == 0
     for node in ('dynamics_controller', 'wrench_estimator'):
-        values = flatten(yaml.safe_load(fitted.read_text())[node]['ros__parameters'])
+        values = flatten(bringup.load_config(fitted)[node]['ros__parameters'])
         assert values.pop('joints') == JOINTS
         changes = {k: v for k, v in values.items()
                    if k in ('inertial_parameters', 'armature') or k.startswith('friction.')}

@@ -12,7 +12,6 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -23,7 +22,7 @@ from robot_dynamics import bringup
 from robot_dynamics.nodes.joint_states import DESCRIPTION_QOS
 from ros_harness import session, to_time
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
 KP = np.array(CONFIG['dynamics_controller']['ros__parameters']['kp'])
 EXTRA = ['panda_finger_joint1', 'gripper_camera_joint']

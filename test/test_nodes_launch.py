@@ -93,8 +93,10 @@ def test_launch_files_name_existing_executables_files_and_parameters(launch_stub
         assert f'{executable} = robot_dynamics.nodes.{executable}:main' in console_scripts
         assert callable(importlib.import_module(f'robot_dynamics.nodes.{executable}').main)
         params_file, inline = kwargs['parameters']
-        config = yaml.safe_load(pathlib.Path(params_file).read_text())
-        assert '/**' not in config, 'see the comment at the top of the parameter files'
+        raw = yaml.safe_load(pathlib.Path(params_file).read_text())
+        assert '/**' not in raw, 'see the comment at the top of the parameter files'
+        assert all(key.startswith('/**/') for key in raw), 'sections must match any namespace'
+        config = bringup.load_config(params_file)
         check_parameters(kwargs['name'], config[kwargs['name']]['ros__parameters'], params_file)
         check_parameters(kwargs['name'], inline, path.name)
         assert inline['robot_description'] == pathlib.Path(rd.robot_urdf(robot)).read_text()
@@ -103,7 +105,7 @@ def test_launch_files_name_existing_executables_files_and_parameters(launch_stub
 @pytest.mark.parametrize('robot', bringup.ROBOTS)
 def test_parameter_files_fit_the_robot(robot):
     """Every node section lists the chain's joints, and one value per joint where it should."""
-    config = yaml.safe_load(open(bringup.config_file(f'{robot}.yaml')))
+    config = bringup.load_config(bringup.config_file(f'{robot}.yaml'))
     for node, section in config.items():
         values = section['ros__parameters']
         model = rd.load_urdf(rd.robot_urdf(robot), values['base'], values['tip'])
@@ -128,7 +130,7 @@ def test_runner_renders_the_bringup_as_ros_arguments(tmp_path):
         assert argv[6:8] == ['--params-file', bringup.config_file('ur5e.yaml')]
         generated = yaml.safe_load(pathlib.Path(argv[argv.index('--params-file', 7) + 1])
                                    .read_text())
-        assert generated == {spec.name: {'ros__parameters': spec.parameters}}
+        assert generated == {f'/**/{spec.name}': {'ros__parameters': spec.parameters}}
         check_parameters(spec.name, spec.parameters, 'runner')
     assert specs[0].parameters['payload.mass'] == 1.5
     assert specs[1].parameters['mode'] == 'computed_torque'

@@ -21,7 +21,6 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from geometry_msgs.msg import WrenchStamped
 from scipy.interpolate import CubicSpline
 from sensor_msgs.msg import JointState
@@ -61,7 +60,7 @@ class Arm:
 
     def __init__(self, ros, robot):
         self.ros, self.probe, self.robot = ros, ros.probe, robot
-        config = yaml.safe_load(open(bringup.config_file(f'{robot}.yaml')))
+        config = bringup.load_config(bringup.config_file(f'{robot}.yaml'))
         self.sim = config['arm_simulator']['ros__parameters']
         self.gain = np.array(config['wrench_estimator']['ros__parameters']['observer_gain'])
         self.joints, self.q0 = self.sim['joints'], np.array(self.sim['initial_position'])

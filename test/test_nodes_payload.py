@@ -8,14 +8,13 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics import bringup
 from ros_harness import BEST_EFFORT, session, stamp_of
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 Q0 = np.array(CONFIG['arm_simulator']['ros__parameters']['initial_position'])
 PAYLOAD = {'payload.mass': 2.0, 'payload.com': [0.02, -0.01, 0.06],
            'payload.inertia': [0.004, 0.0, 0.0, 0.004, 0.0, 0.003]}

@@ -8,7 +8,6 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
@@ -18,7 +17,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from ros_harness import BEST_EFFORT, session, stamp_of
 
-SIM = yaml.safe_load(open(bringup.config_file('panda.yaml')))['arm_simulator']['ros__parameters']
+SIM = bringup.load_config(bringup.config_file('panda.yaml'))['arm_simulator']['ros__parameters']
 JOINTS, Q0 = SIM['joints'], np.array(SIM['initial_position'])
 
 
@@ -101,7 +100,15 @@ def apply_wrench(sim, wrench, frame):
     w = msg.wrench
     (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench
     sim.wrench.publish(msg)
-    time.sleep(0.2)
+
+
+def eventually_effort(sim, expected, timeout=10.0):
+    """Wait until the newest effort equals ``expected`` (to 1e-9); states may arrive late."""
+    deadline = time.monotonic() + timeout
+    while not np.allclose(latest(sim, 'effort'), expected, rtol=1e-9, atol=1e-9):
+        if time.monotonic() > deadline:
+            np.testing.assert_allclose(latest(sim, 'effort'), expected, rtol=1e-9, atol=1e-9)
+        time.sleep(0.01)
 
 
 @pytest.mark.parametrize('frame, reference', [('panda_link0', pin.LOCAL_WORLD_ALIGNED),
@@ -111,10 +118,9 @@ def test_braked_arm_reports_the_load_of_a_tip_wrench(sim, frame, reference):
     pinocchio = Pinocchio()
     wrench = np.array([0.5, -0.2, 0.3, 4.0, 7.0, -9.0])   # moment, force
     apply_wrench(sim, wrench, frame)
-    expected = pinocchio.g - pinocchio.tip_jacobian(reference).T @ wrench
-    np.testing.assert_allclose(latest(sim, 'effort'), expected, rtol=1e-9, atol=1e-9)
+    eventually_effort(sim, pinocchio.g - pinocchio.tip_jacobian(reference).T @ wrench)
     apply_wrench(sim, np.zeros(6), frame)
-    np.testing.assert_allclose(latest(sim, 'effort'), pinocchio.g, rtol=1e-9, atol=1e-9)
+    eventually_effort(sim, pinocchio.g)
 
 
 def accelerations(sim, command):

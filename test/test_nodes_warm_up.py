@@ -32,7 +32,7 @@ SCRIPT = textwrap.dedent('''
 
     node_class = {'dynamics_controller': DynamicsController,
                   'wrench_estimator': WrenchEstimator}[sys.argv[1]]
-    values = yaml.safe_load(open(bringup.config_file('panda.yaml')))[sys.argv[1]]
+    values = bringup.load_config(bringup.config_file('panda.yaml'))[sys.argv[1]]
     name, value = sys.argv[2].split('=')
     values = {**values['ros__parameters'], 'robot_description':
               open(rd.robot_urdf('panda')).read(), name: yaml.safe_load(value)}

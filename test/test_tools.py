@@ -11,9 +11,9 @@ import sys
 
 import numpy as np
 import pytest
-import yaml
 
 import robot_dynamics as rd
+from robot_dynamics import bringup
 from robot_dynamics.nodes.arm import ArmBuilder
 from robot_dynamics.nodes.parameters import MODEL_PARAMS
 from robot_dynamics.tools import fit, recording
@@ -60,7 +60,7 @@ def run_fit(tmp_path, data, *options, name='log.npz'):
     path, output = tmp_path / name, tmp_path / 'fitted.yaml'
     recording.save(data, path)
     status = fit.main([str(path), *options, '--output', str(output)])
-    document = yaml.safe_load(output.read_text()) if output.exists() else None
+    document = bringup.load_config(output) if output.exists() else None
     return status, document
 
 

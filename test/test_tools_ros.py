@@ -14,7 +14,6 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from builtin_interfaces.msg import Time
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
@@ -142,6 +141,20 @@ def test_recorder_stops_after_duration_and_csv_without_velocities(ros, publisher
     assert 'without velocities' in recorder.log()
 
 
+def test_recorder_records_currents_as_torques(ros, publisher, tmp_path):
+    """measured_effort current: efforts times torque_constants (joints order); refused without."""
+    output = tmp_path / 'log.npz'
+    refused = Recorder(ros, tmp_path / 'x.npz', 'measured_effort:=current')
+    recorder = Recorder(ros, output, 'duration:=0.006', 'joints:=[j2, j1]',
+                        'measured_effort:=current', 'torque_constants:=[3.0, 0.5]')
+    publish(ros, publisher, [joint_state(k) for k in range(6)])
+    assert recorder.wait() == 0, recorder.log()
+    assert refused.wait() == 1 and 'needs joints and one torque constant' in refused.log()
+    k = np.arange(4)
+    assert np.array_equal(recording.load(output).tau,
+                          np.column_stack([3.0 * (200.0 + k / 4), 0.5 * (100.0 + k / 4)]))
+
+
 def test_recorder_refuses_a_bad_output_and_too_few_samples(ros, tmp_path):
     bad = Recorder(ros, tmp_path / 'log.txt')
     few = Recorder(ros, tmp_path / 'few.npz', 'min_samples:=5')
@@ -171,7 +184,7 @@ def test_nodes_load_the_fitted_yaml(ros, tmp_path):
     params = tmp_path / 'fitted.yaml'
     assert fit.main([str(tmp_path / 'log.npz'), '--robot', 'panda', '--payload', '--friction',
                      '--armature', '-o', str(params)]) == 0
-    document = yaml.safe_load(params.read_text())
+    document = bringup.load_config(params)
     specs = bringup.nodes('gravity_compensation', robot='panda', config=str(params))
     specs.append(bringup.NodeSpec('wrench_estimator', 'wrench_estimator', str(params),
                                   {'robot_description': specs[0].parameters['robot_description']}))

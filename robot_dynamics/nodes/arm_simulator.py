@@ -30,6 +30,10 @@ the joint friction and armature are not subtracted: they are in the reported eff
 motor-current efforts of most arms, and the controller and estimator must model them. While
 braked: the torque the brakes hold, g(q) − Jᵀ F_ext, computed by the engine (MuJoCo's own for
 ``mujoco``).
+Hardware profile (robot_dynamics.nodes.profiles), the other way round: with
+``hardware_compensates_gravity`` the arm adds g_robot(q) to the (clamped) command, as Franka and
+KUKA do; ``measured_effort`` current reports the joint torque divided by ``torque_constants``,
+torque_minus_gravity the joint torque less g_robot(q).
 ``~/external_wrench`` (geometry_msgs/WrenchStamped) acts at the tip, frame_id = the base link
 (force and moment about the tip origin in base axes) or the tip link (tip axes); it stays until
 replaced (send zeros to remove it).
@@ -49,6 +53,7 @@ from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
 from .diagnostics import Percentiles
 from .joint_states import COMMAND_QOS, to_array
+from . import profiles
 from .node import ArmNode, main as run_node
 from .parameters import MODEL_PARAMS, ConfigError, Param
 
@@ -61,6 +66,7 @@ class Config:
     initial: np.ndarray     # model order
     model: object           # the simulated arm (Arm.model: payload and joint terms included)
     payload: dict           # the payload it carries (Arm.payload, None: none)
+    profile: profiles.Profile   # the arm's interface, simulated the other way round
 
     def same_arm(self, other):
         """Whether an engine built for ``other`` simulates this arm (damping, payload, joints)."""
@@ -95,7 +101,7 @@ class ArmSimulator(ArmNode):
               range=(0.0, 0.1)),
         Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
               range=(0.1, 3600.0)),
-    )
+    ) + profiles.PARAMS
 
     def __init__(self):
         self.config = self.engine = None
@@ -127,7 +133,7 @@ class ArmSimulator(ArmNode):
                 import_mujoco()
             except ImportError as error:
                 raise ConfigError(str(error)) from None
-        return Config(damping, initial, arm.model, arm.payload)
+        return Config(damping, initial, arm.model, arm.payload, profiles.profile(values, arm))
 
     def apply(self, config):
         """Build the engine; rebuild it at the current state when damping or payload change."""
@@ -187,12 +193,17 @@ class ArmSimulator(ArmNode):
         """Advance the engine by one time step unless braked; set ``effort`` in joints order."""
         sim, arm = self.engine, self.arm
         wrench, frame = self.external or (None, 'base')
+        profile, q_model = self.config.profile, arm.to_model(sim.q)
         if self.braked:
-            self.effort = sim.holding_torque(wrench, frame)
+            held = arm.to_model(sim.holding_torque(wrench, frame))
+            self.effort = arm.to_joints(profile.reported_effort(q_model, held))
             return
         q, v = sim.q.copy(), sim.v.copy()
-        tau = arm.to_joints(self.tau)
-        self.effort = tau - arm.to_joints(self.config.damping) * v
+        tau = self.tau + profile.robot_gravity(q_model) if profile.compensates_gravity \
+            else self.tau
+        torque = tau - self.config.damping * arm.to_model(v)
+        self.effort = arm.to_joints(profile.reported_effort(q_model, torque))
+        tau = arm.to_joints(tau)
         try:
             sim.step(tau, wrench, frame)
         except ValueError as error:  # a diverged state: stop rather than publish garbage

@@ -39,6 +39,11 @@ rnea call, so it includes the friction and armature; gravity compensation adds t
 τ_f(q̇) only with ``friction_compensation`` (then nothing damps the arm: it coasts). The payload
 also comes from ``~/payload`` and ``~/identify_payload`` (robot_dynamics.nodes.payload).
 
+Hardware profile (robot_dynamics.nodes.profiles): every τ above is the total joint torque; on an
+arm that adds its own gravity compensation (``hardware_compensates_gravity``) the published
+command is τ − g_robot(q), in every mode, in the state-loss ramp and for its final command (which
+is then 0 plus the payload's gravity the robot does not know).
+
 Contact safety (robot_dynamics.nodes.contact_safety): trajectories are checked along their whole
 path (rejected, or time-scaled with ``trajectory.time_scaling``), streamed references are
 rate-limited, and with ``collision.enable`` a momentum observer in this node's own cycle detects
@@ -61,7 +66,7 @@ from robot_dynamics.core.trajectory import JointTrajectory
 
 from robot_dynamics.core.collision import Reaction
 
-from . import contact_safety, payload
+from . import contact_safety, payload, profiles, task_space
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -82,7 +87,9 @@ class Config:
     computed_torque: ComputedTorque   # None without gains
     effort_limits: np.ndarray         # model order, inf where unlimited
     max_effort_rate: float            # N m/s
+    profile: profiles.Profile         # what the command and the efforts mean on this arm
     safety: contact_safety.Safety
+    task: object = None               # the task-space law of a task-space mode (task_space)
 
 
 def rate_limited(tau, previous, dt, rate):
@@ -182,7 +189,7 @@ class DynamicsController(ArmNode):
     PARAMS = MODEL_PARAMS + STATE_PARAMS + (
         Param('mode', GRAVITY_COMPENSATION, 'string', 'control law; switching to computed_torque '
               'holds the current position until a trajectory or reference arrives',
-              choices=(GRAVITY_COMPENSATION, COMPUTED_TORQUE)),
+              choices=(GRAVITY_COMPENSATION, COMPUTED_TORQUE) + task_space.MODES),
         Param('kp', [], 'double[]', 'computed torque position gains, 1/s^2 (critically damped '
               'with kd = 2 sqrt(kp)); needed for computed_torque', per_joint=True),
         Param('kd', [], 'double[]', 'computed torque velocity gains, 1/s', per_joint=True),
@@ -192,7 +199,8 @@ class DynamicsController(ArmNode):
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
         Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
               'joint friction at the measured velocity (computed_torque always includes it)'),
-    ) + payload.PARAMS + contact_safety.CONTROLLER_PARAMS
+    ) + (payload.PARAMS + profiles.PARAMS + task_space.PARAMS +
+         contact_safety.CONTROLLER_PARAMS)
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
@@ -213,6 +221,7 @@ class DynamicsController(ArmNode):
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.create_timer(0.02, self.check_stale)
         self.payload_topic = payload.subscribe(self)
+        self.task = task_space.TaskSpace(self)
         self.identification = payload.PayloadService(self)
         self.collision = contact_safety.CollisionMonitor(self)
         self.observer = None
@@ -240,18 +249,21 @@ class DynamicsController(ArmNode):
             'friction_compensation'])
         safety = contact_safety.configure(values, arm, limits, ct)
         return Config(values['mode'], gravity, ct, np.array(limits),
-                      float(values['max_effort_rate']), safety)
+                      float(values['max_effort_rate']), profiles.profile(values, arm),
+                      safety, task_space.configure(values, arm))
 
     def apply(self, config):
+        self.task.apply(config.task)
         if config.mode != (self.config and self.config.mode):
             self.get_logger().info(f'mode: {config.mode}')
             self.pending = None
             self.reference = self.hold()
+            self.task.hold(self.q_last)
         self.config = config
         detecting = config.safety.detection is not None
         self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity') +
                                        (('effort',) if detecting else ()))
-        self.identification.configure(self.values, self.arm)
+        self.identification.configure(self.values, self.arm, config.profile)
         self.configure_detection(config.safety)
 
     def warm_up(self):
@@ -260,6 +272,8 @@ class DynamicsController(ArmNode):
         self.config.gravity_compensation(q, zero)
         if self.config.computed_torque is not None:
             self.config.computed_torque(q, zero, q, zero, zero)
+        self.config.profile.command(q, zero)
+        task_space.warm_up(self.arm.model)
         contact_safety.warm_up(self.config.safety)
 
     def configure_detection(self, safety):
@@ -301,7 +315,7 @@ class DynamicsController(ArmNode):
             self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
-        if self.publish(tau):
+        if self.publish(tau, q):
             self.diagnostics.time(time.perf_counter() - received, time.time() - t)
 
     def check_stamp(self, t):
@@ -320,13 +334,14 @@ class DynamicsController(ArmNode):
         if not self.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
             self.reference, self.pending = Setpoint(q), None
+            self.task.hold(q)
         self.q_last = q
         if self.reference is None:
             self.reference = Setpoint(q)
 
-    def measured_effort(self, effort):
+    def measured_effort(self, q, effort):
         """The joint torques the arm measured (model order), from joint_states' effort."""
-        return effort
+        return self.config.profile.joint_torque(q, effort)
 
     def detect_collision(self, q, v, effort, t):
         """One observer and detector sample; on a new collision, start the reaction."""
@@ -334,7 +349,7 @@ class DynamicsController(ArmNode):
             return
         if v is None or effort is None:
             raise BadInput('collision detection needs velocity and effort for every joint')
-        residual = self.observer.update(t, q, v, self.measured_effort(effort))
+        residual = self.observer.update(t, q, v, self.measured_effort(q, effort))
         event = self.collision.update(t, residual, q)
         if event is None:
             return
@@ -357,6 +372,8 @@ class DynamicsController(ArmNode):
             return self.config.safety.comply(q, v)
         if self.config.mode == GRAVITY_COMPENSATION and reaction is not Reaction.STOP:
             return self.config.gravity_compensation(q, v)
+        if self.config.task is not None and reaction is not Reaction.STOP:
+            return self.task.control(q, v, t)
         if v is None:
             raise BadInput('computed_torque needs joint velocities')
         if self.pending is not None and t >= self.pending.start:
@@ -432,8 +449,13 @@ class DynamicsController(ArmNode):
         return response
 
     # -- outputs -------------------------------------------------------------------------------
-    def publish(self, tau):
-        """Publish τ in joints order, rate limited then clamped; never NaN. Returns whether."""
+    def publish(self, tau, q):
+        """Publish the command for the joint torque τ at q; returns whether.
+
+        The command is τ less the gravity the robot adds itself (``profile.command``), rate
+        limited, then clamped, in joints order; never NaN.
+        """
+        tau = self.config.profile.command(q, tau)
         if not all_finite(tau):
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error(f'non-finite effort {tau}: not published',
@@ -465,8 +487,9 @@ class DynamicsController(ArmNode):
         if not self.commanding or now - self.last_state < self.values['state_timeout']:
             return
         target = self.config.gravity_compensation(self.q_last)
-        self.publish(target)
-        if not np.array_equal(self.tau_last, clamp_effort(target, self.config.effort_limits)[0]):
+        self.publish(target, self.q_last)
+        command = self.config.profile.command(self.q_last, target)
+        if not np.array_equal(self.tau_last, clamp_effort(command, self.config.effort_limits)[0]):
             return   # ramping down at max_effort_rate: again at the next tick
         self.commanding = False
         self.diagnostics.count('timeouts')
@@ -486,11 +509,14 @@ class DynamicsController(ArmNode):
             values['mass_matrix_min_eigenvalue'] = round(smallest, 6)
             if not ok:
                 level, message = ERROR, 'model unhealthy: M(q) not positive definite'
+        warning, task = self.task.health()
+        if warning and level == OK:
+            level, message = WARN, warning
         if self.collision.event is not None:
             reaction = self.config.safety.reaction
             level = WARN if reaction is Reaction.NONE else ERROR
             message = f'{self.collision.event} (reaction: {reaction.value})'
-        return level, message, {'mode': self.values['mode'], **values,
+        return level, message, {'mode': self.values['mode'], **values, **task,
                                 **self.collision.health()}
 
 

@@ -14,7 +14,8 @@ Identification (the controller's ``~/identify_payload``) fits mass and centre of
 last ``payload_identification.samples`` still joint states (every |q̇| below
 ``payload_identification.still_velocity``) with ``rd.identify_payload``, on the node's model
 WITHOUT its current payload, so the payload is estimated from scratch. The measured efforts
-minus the model's joint friction at the sample's q̇ are taken as g(q) of the loaded arm. The
+(converted to joint torques by the hardware profile, robot_dynamics.nodes.profiles) minus the
+model's joint friction at the sample's q̇ are taken as g(q) of the loaded arm. The
 mass follows from any non-singular pose; the centre of mass along gravity (in tip axes) only
 from poses whose tip orientations differ: at least MIN_TILT between the gravity directions
 seen from the tip. Static poses leave the inertia unidentified: an applied estimate is a point
@@ -192,12 +193,17 @@ class PayloadService:
     """
 
     def __init__(self, node):
-        self.node, self.reader, self.samples = node, None, None
+        self.node, self.reader, self.samples, self.profile = node, None, None, None
         node.create_service(SetBool, '~/identify_payload', self.on_request)
 
-    def configure(self, values, arm):
-        """The effort reader; StillSamples for the parameters (kept while they do not change)."""
+    def configure(self, values, arm, profile):
+        """The effort reader, the hardware profile, StillSamples for the parameters.
+
+        ``profile`` (robot_dynamics.nodes.profiles) turns efforts into joint torques; the
+        samples are kept while their parameters do not change.
+        """
         self.reader = JointStateReader(arm.model.joint_names, ('effort',))
+        self.profile = profile
         size = int(values['payload_identification.samples'])
         still = float(values['payload_identification.still_velocity'])
         s = self.samples
@@ -210,7 +216,8 @@ class PayloadService:
         s.speed = math.nan if v is None else float(np.abs(v).max())
         if s.speed < s.still_velocity:
             try:
-                tau = self.reader.read(msg)[2]
+                effort = self.reader.read(msg)[2]
+                tau = None if effort is None else self.profile.joint_torque(q, effort)
             except BadInput:
                 tau = None
             s.record(q, v, tau)

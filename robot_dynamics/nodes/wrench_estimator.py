@@ -12,7 +12,9 @@ singularities, bounded near them).
 Changing the payload (``payload.*`` or ``~/payload``, robot_dynamics.nodes.payload), the joint
 terms (``armature``, ``friction.*``) or the gains re-anchors the observer; the tare bias is kept.
 The observer subtracts the model's joint friction τ_f(q̇) from the measured efforts: without the
-friction parameters, friction shows up as external torque.
+friction parameters, friction shows up as external torque. The measured efforts are converted
+to joint torques first (``measured_effort``: currents times ``torque_constants``, or g_robot(q)
+added back; robot_dynamics.nodes.profiles).
 
 Singular poses (a stretched arm): the damped inverse keeps the wrench finite; the components
 along singular directions of J are then unobservable and shrink toward 0. When
@@ -35,7 +37,7 @@ from std_srvs.srv import Trigger
 import robot_dynamics as rd
 from robot_dynamics.core.observers import MomentumObserver
 
-from . import contact_safety, payload
+from . import contact_safety, payload, profiles
 from .joint_states import BadInput, JointStateReader, seconds, state_qos, to_array
 from .node import ArmNode, main as run_node
 from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
@@ -53,6 +55,7 @@ class Config:
     frame: str             # frame_id of ~/wrench
     reference: object      # rd.LOCAL_WORLD_ALIGNED or rd.LOCAL
     damping: float
+    profile: profiles.Profile   # measured efforts -> joint torques
     detection: contact_safety.Detection   # None: collision detection off
 
 
@@ -67,7 +70,7 @@ class WrenchEstimator(ArmNode):
               'largest singular value of J', range=(0.0, 1.0)),
         Param('reference_frame', '', 'string', 'frame of ~/wrench: the base link (moment about '
               'the tip, base axes) or the tip link (tip axes); empty: the base link'),
-    ) + contact_safety.ESTIMATOR_PARAMS
+    ) + profiles.PARAMS + contact_safety.ESTIMATOR_PARAMS
 
     def __init__(self, **options):
         self.config = self.observer = self.reader = None
@@ -100,7 +103,7 @@ class WrenchEstimator(ArmNode):
             raise ConfigError(f"reference_frame must be the base '{arm.model.base}' or the tip "
                               f"'{arm.model.tip}' link, got '{frame}'")
         return Config(gain, frame, frames[frame], values['damping'],
-                      contact_safety.detection(values, arm))
+                      profiles.profile(values, arm), contact_safety.detection(values, arm))
 
     def apply(self, config):
         if self.observer is None:
@@ -136,6 +139,7 @@ class WrenchEstimator(ArmNode):
             q, v, effort = state
             if v is None or effort is None:
                 raise BadInput('the observer needs velocity and effort for every joint')
+            effort = self.config.profile.joint_torque(q, effort)
         except BadInput as error:
             self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')

@@ -21,7 +21,7 @@ Prints a report (residual RMS per joint before and after, condition number, the 
 physical consistency) and, with ``--output``, writes parameters the nodes load after their
 config: ``--params-file config/panda.yaml --params-file params.yaml``. Layout::
 
-    dynamics_controller:            # and the same under wrench_estimator:
+    /**/dynamics_controller:        # and the same under /**/wrench_estimator:
       ros__parameters:
         base: panda_link0           # the chain fitted; the payload is in the tip's frame
         tip: panda_hand_tcp
@@ -100,7 +100,7 @@ def load_model(args, data):
     """The Model from --urdf/--robot (base and tip from the robot's config) or the recording."""
     base, tip = args.base, args.tip
     if args.robot:
-        config = yaml.safe_load(open(bringup.config_file(f'{args.robot}.yaml')))
+        config = bringup.load_config(bringup.config_file(f'{args.robot}.yaml'))
         params = config['dynamics_controller']['ros__parameters']
         base, tip = base or params['base'], tip or params['tip']
         source = rd.robot_urdf(args.robot)
@@ -208,7 +208,8 @@ def write_parameters(args, data, model, fit):
     """The YAML of both nodes (module docstring), with the fit's summary in comments."""
     order = fitting.joint_order(model, data.joint_names)
     params = parameters(model, data.joint_names, order, fit)
-    document = {node: {'ros__parameters': copy.deepcopy(params)} for node in NODES}  # no aliases
+    document = {f'/**/{node}': {'ros__parameters': copy.deepcopy(params)}   # any namespace
+                for node in NODES}                                           # (copies: no aliases)
     fitted = [k for k in ('payload', 'friction', 'armature', 'links') if getattr(args, k)]
     header = (f'# fit_dynamics {args.recording} ({", ".join(fitted)}), '
               f'{datetime.datetime.now().isoformat(timespec="seconds")}\n'

@@ -8,7 +8,9 @@ Subscribes to ``joint_states`` (sensor_msgs/JointState, mapped by name; QoS reli
 ``joint_states_reliability``, best effort by default, which matches every publisher) and writes
 ``output`` (.npz or .csv, layout in ``robot_dynamics.tools.recording``) on SIGINT or SIGTERM, or
 once the stamps span ``duration`` seconds. Messages delivered before the signal are recorded.
-``joints`` picks and orders the columns (default: the names of the first message). Rejected,
+``joints`` picks and orders the columns (default: the names of the first message). Efforts
+that are motor currents (``measured_effort: current``) are recorded as joint torques, times
+``torque_constants`` (given in ``joints`` order), so the file always holds torques. Rejected,
 counted, with a throttled warning: non-finite values, no efforts, a stamp not after the previous
 one, and a joint set different from the first recorded message's. Messages carrying none of the
 joints (another publisher's) are ignored. With no ``robot_description`` parameter the latest
@@ -45,8 +47,28 @@ PARAMS = (
     Param('robot_description', '', 'string', 'URDF XML stored in the file (default: the '
           'robot_description topic, if published)', read_only=True),
     Param('urdf', '', 'string', 'URDF path stored in the file', read_only=True),
+    Param('measured_effort', 'torque', 'string', 'what joint_states effort is: torque (N m) or '
+          'current (A, recorded times torque_constants)', read_only=True,
+          choices=('torque', 'current')),
+    Param('torque_constants', [], 'double[]', 'N m/A at the joint, in joints order; required '
+          'with measured_effort current (then joints too)', read_only=True),
     JOINT_STATES_RELIABILITY,
 )
+
+
+def torque_constants(p):
+    """The torque constants (``joints`` order) that turn recorded currents into torques, or None.
+
+    Identification needs joint torques: motor currents (the UR driver's default efforts) are
+    converted when recorded, so the file always holds torques.
+    """
+    if p['measured_effort'] != 'current':
+        return None
+    k = np.asarray(p['torque_constants'], dtype=float)
+    if not p['joints'] or k.shape != (len(p['joints']),) or not (k > 0).all():
+        raise ConfigError('measured_effort current needs joints and one torque constant > 0 per '
+                          f"joint (N m/A), got joints {p['joints']} and {k.tolist()}")
+    return k
 
 
 class JointStateRecorder(Node):
@@ -70,6 +92,7 @@ class JointStateRecorder(Node):
         if not (self.duration >= 0.0 and np.isfinite(self.duration)):
             raise ConfigError(f'duration must be >= 0, got {self.duration}')
         self.joints = p['joints'] or None
+        self.torque_constants = torque_constants(p)
         self.reader = self.names = None
         self.stamps, self.rows = [], []
         self.rejected, self.ignored, self.callbacks = collections.Counter(), 0, 0
@@ -106,6 +129,8 @@ class JointStateRecorder(Node):
             self.done = True
             return
         q, v, effort = state
+        if self.torque_constants is not None:
+            effort = self.torque_constants * effort
         self.stamps.append(stamp)
         self.rows.append((q, np.full(len(q), np.nan) if v is None else v, effort))
 

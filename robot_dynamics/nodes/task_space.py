@@ -1,0 +1,279 @@
+"""The task-space modes of dynamics_controller: cartesian_impedance and operational_space.
+
+Glue only: parameters -> robot_dynamics.core.task_control laws, messages -> their targets. The
+task is the pose of the ``tip`` frame in the base frame. Both laws return the whole joint torque,
+g(q) included, so the command goes through the node's one output path (rate limit, clamp,
+non-finite check) like the joint modes' commands.
+
+- Until a target arrives the law holds the tip pose found at the switch into the mode, or when
+  joint states return after a timeout (``hold``): bumpless, the spring starts relaxed.
+- ``~/target_pose`` (geometry_msgs/PoseStamped): frame_id empty or the base link, or any frame
+  of the model (``model.frame_names``), transformed into the base frame at the newest measured
+  pose when the message arrives: T_base_target = T_base_frame(q) T_frame_target.
+  A stream of stamped targets (consecutive stamps at most STREAM_PERIOD apart) also sets the
+  target velocity ẋ_d = pose_error(T_k, T_k−1) / (t_k − t_k−1), the finite-difference twist;
+  it lapses to zero when no target follows within twice that interval (wall time).
+- ``~/target_wrench`` (geometry_msgs/WrenchStamped): feed-forward F_d at the tip origin, in the
+  axes of frame_id (empty: base; any model frame: rotated into base axes at the newest pose).
+- ``~/tip_pose`` (geometry_msgs/PoseStamped): the measured tip pose in the base frame, stamped
+  with the joint state's stamp, at most every TIP_POSE_PERIOD on the states' clock.
+
+Parameters are given translation first (x, y, z, then about x, y, z), as ROS messages order
+poses and twists; the core's vectors are angular first, and the conversion is here only.
+"""
+import time
+
+import numpy as np
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from scipy.spatial.transform import Rotation
+
+import robot_dynamics as rd
+from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace
+
+from .joint_states import BadInput, all_finite, seconds
+from .parameters import ConfigError, Param, vector
+
+CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE = 'cartesian_impedance', 'operational_space'
+MODES = (CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE)
+TIP_POSE_PERIOD = 0.01   # s of the states' clock between ~/tip_pose messages (100 Hz at most)
+CONDITION_WARNING = 1e6  # κ(J M⁻¹ Jᵀ) above: /diagnostics warns of a near-singular pose
+STREAM_PERIOD = 0.1      # s: stamped targets at most this far apart are a stream (ẋ_d)
+INF = float('inf')
+
+PARAMS = (
+    Param('cartesian.stiffness', [1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0], 'double[]',
+          'Cartesian stiffness K, base axes: N/m along x, y, z, then N m/rad about x, y, z '
+          '(cartesian_impedance; operational_space without inertia shaping)'),
+    Param('cartesian.damping_ratio', 1.0, 'double', 'damping ratio of every Cartesian mode '
+          '(double diagonalisation against the task-space inertia)', range=(0.0, 10.0)),
+    Param('cartesian.max_error', [0.05, 0.25], 'double[]', 'the pose error is clipped to '
+          '[translation m, rotation rad] (> 0; .inf: no clip): a far target pulls no harder'),
+    Param('cartesian.max_velocity', [INF, INF], 'double[]', 'the spring asks for at most '
+          '[m/s, rad/s] through the damping, v = D^-1 K e clipped (> 0; .inf: no limit; needs '
+          'damping_ratio > 0); for free motion only: it also caps the force held at rest'),
+    Param('cartesian.coriolis_compensation', False, 'bool', 'cartesian_impedance adds C(q, '
+          'qdot) qdot and the model friction (false: only g(q), the passive law)'),
+    Param('operational_space.inertia_shaping', True, 'bool', 'operational_space shapes the '
+          'tip into a unit mass: K and D act as accelerations (operational_space.stiffness); '
+          'false: the tip keeps its inertia and cartesian.stiffness applies'),
+    Param('operational_space.stiffness', [400.0, 400.0, 400.0, 400.0, 400.0, 400.0],
+          'double[]', 'operational_space with inertia shaping: K in 1/s^2 along x, y, z, then '
+          'about x, y, z (400: 20 rad/s)'),
+    Param('nullspace.stiffness', 10.0, 'double', 'joint stiffness of the posture in the null '
+          'space, N m/rad (7-dof arms; a 6-dof arm has no null space)', range=(0.0, 1e4)),
+    Param('nullspace.damping', 2.0, 'double', 'joint damping in the null space, N m s/rad',
+          range=(0.0, 1e3)),
+    Param('nullspace.posture', [], 'double[]', 'posture q_n the null space is pulled to, '
+          'joints order (empty: the pose at the switch into the mode)', per_joint=True),
+)
+
+
+def stiffness(values, name):
+    """A stiffness parameter (translation first, >= 0) in the core's angular-first order."""
+    k = vector(values, name, 6, 'values (x, y, z, then about x, y, z)')
+    if (k < 0).any():
+        raise ConfigError(f'{name} must be >= 0, got {k.tolist()}')
+    return np.concatenate([k[3:], k[:3]])
+
+
+def limits(values, name):
+    """[translation, rotation] limits, each > 0 (inf: none)."""
+    x = np.asarray(values[name], dtype=float)
+    if x.shape != (2,) or np.isnan(x).any() or (x <= 0).any():
+        raise ConfigError(f'{name} needs 2 values > 0 (translation, rotation; .inf for no '
+                          f'limit), got {x.tolist()}')
+    return x
+
+
+def configure(values, arm):
+    """The law of ``mode`` on the arm's model (None for a joint mode); ConfigError with a reason.
+
+    The Cartesian parameters are checked in every mode: a bad value is rejected when it is set.
+    """
+    kwargs = dict(damping_ratio=values['cartesian.damping_ratio'],
+                  nullspace_stiffness=values['nullspace.stiffness'],
+                  nullspace_damping=values['nullspace.damping'],
+                  posture=(arm.per_joint(values, 'nullspace.posture')
+                           if len(values['nullspace.posture']) else None),
+                  max_error=limits(values, 'cartesian.max_error'),
+                  max_velocity=limits(values, 'cartesian.max_velocity'))
+    shaping = values['operational_space.inertia_shaping']
+    K = stiffness(values, 'cartesian.stiffness')
+    K_shaped = stiffness(values, 'operational_space.stiffness')
+    try:
+        laws = {CARTESIAN_IMPEDANCE: CartesianImpedance(
+                    arm.model, K, coriolis_compensation=values[
+                        'cartesian.coriolis_compensation'], **kwargs),
+                OPERATIONAL_SPACE: OperationalSpace(
+                    arm.model, K_shaped if shaping else K, inertia_shaping=shaping, **kwargs)}
+    except (ValueError, KeyError) as error:
+        raise ConfigError(f'task space: {error}') from None
+    return laws.get(values['mode'])
+
+
+def warm_up(model):
+    """Run both laws once at the neutral pose: numba compiles or loads their kernels now."""
+    q, zero = model.neutral_position, np.zeros(model.nv)
+    for law in (CartesianImpedance(model, np.ones(6), max_velocity=(1.0, 1.0)),
+                OperationalSpace(model, np.ones(6))):
+        law(q, zero, rd.frame_pose(model, q, law.frame))
+
+
+def pose_matrix(pose):
+    """geometry_msgs/Pose -> 4x4 (BadInput for non-finite values or a zero quaternion)."""
+    p, o = pose.position, pose.orientation
+    xyz, quaternion = np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w])
+    if not (all_finite(xyz) and all_finite(quaternion)) or np.linalg.norm(quaternion) < 1e-6:
+        raise BadInput(f'needs a finite position and a non-zero quaternion, got {xyz.tolist()}, '
+                       f'{quaternion.tolist()}')
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_quat(quaternion).as_matrix()   # normalised
+    T[:3, 3] = xyz
+    return T
+
+
+def fill_pose(pose, T):
+    """Write the 4x4 T into a geometry_msgs/Pose."""
+    p, o = pose.position, pose.orientation
+    p.x, p.y, p.z = T[:3, 3].tolist()
+    o.x, o.y, o.z, o.w = Rotation.from_matrix(T[:3, :3]).as_quat().tolist()
+
+
+class TaskSpace:
+    """Runtime state of the task-space modes on a DynamicsController: law, target, topics."""
+
+    def __init__(self, node):
+        self.node, self.law = node, None
+        self.pose_d, self.wrench_d = None, np.zeros(6)   # base frame; (moment, force) base axes
+        self.twist_d, self.twist_until = np.zeros(6), -INF   # (ω, ṗ) base axes; monotonic s
+        self.stamp_d = None   # stamp of the last target pose (None: unstamped or held)
+        self.posture = None   # the pose at the switch: the default nullspace.posture
+        self.tip_pose = node.create_publisher(PoseStamped, '~/tip_pose', 10)
+        self.tip_msg, self.tip_published = PoseStamped(), -INF
+        node.create_subscription(PoseStamped, '~/target_pose', self.on_target_pose, 10)
+        node.create_subscription(WrenchStamped, '~/target_wrench', self.on_target_wrench, 10)
+
+    def apply(self, law):
+        """Use a newly configured law; the target, wrench and default posture carry over."""
+        if law is not None and law.posture is None and self.posture is not None:
+            law.posture = self.posture
+        self.law = law
+
+    def hold(self, q):
+        """Hold the tip pose at q (None: at the next state) and the posture q; no feed-forward."""
+        self.pose_d = self.posture = self.stamp_d = None
+        self.wrench_d, self.twist_until = np.zeros(6), -INF
+        if q is not None and self.law is not None:
+            self._hold(q)
+
+    def _hold(self, q):
+        self.pose_d = rd.frame_pose(self.law.model, q, self.law.frame)
+        self.posture = q.copy()
+        if not len(self.node.values['nullspace.posture']):
+            self.law.posture = q
+
+    def control(self, q, v, t):
+        """τ of the active law at (q, q̇), g(q) included; g(q) and a hold if it is not finite."""
+        if v is None:
+            raise BadInput(f"{self.node.values['mode']} needs joint velocities")
+        if self.pose_d is None:
+            self._hold(q)
+        try:
+            tau = self.law(q, v, self.pose_d, self.target_twist(), wrench_d=self.wrench_d)
+        except ValueError as error:
+            raise BadInput(str(error)) from None
+        if not all_finite(tau):
+            self.node.diagnostics.count('non_finite_commands')
+            self.node.get_logger().error('non-finite task-space torque: holding the measured '
+                                         'pose, publishing g(q)', throttle_duration_sec=1.0)
+            self.hold(q)
+            tau = rd.gravity(self.law.model, q)
+        self.publish_tip(q, t)
+        return tau
+
+    def publish_tip(self, q, t):
+        if t - self.tip_published < TIP_POSE_PERIOD and t >= self.tip_published:
+            return
+        self.tip_published = t
+        msg = self.tip_msg
+        msg.header.frame_id = self.law.model.base
+        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(round(t * 1e9)), 10**9)
+        fill_pose(msg.pose, rd.frame_pose(self.law.model, q, self.law.frame))
+        self.tip_pose.publish(msg)
+
+    # -- targets -------------------------------------------------------------------------------
+    def frame_transform(self, frame_id):
+        """T_base_frame of a message's frame_id at the newest measured pose (BadInput if none)."""
+        model = self.node.arm.model
+        if frame_id in ('', model.base):
+            return np.eye(4)
+        if frame_id not in model.frame_names:
+            raise BadInput(f"unknown frame_id '{frame_id}'; frames of the model: "
+                           f"{', '.join(model.frame_names)}")
+        if self.node.q_last is None:
+            raise BadInput(f"frame_id '{frame_id}' moves with the arm: needs a joint state first")
+        return rd.frame_pose(model, self.node.q_last, frame_id)
+
+    def accepting(self, what):
+        if self.law is None or self.node.q_last is None:
+            raise BadInput(f'{what} needs mode {" or ".join(MODES)} and joint states')
+
+    def on_target_pose(self, msg):
+        try:
+            self.accepting('target_pose')
+            pose_d = self.frame_transform(msg.header.frame_id) @ pose_matrix(msg.pose)
+        except BadInput as error:
+            self.reject(f'target_pose ignored: {error}')
+            return
+        self.stream(pose_d, seconds(msg.header.stamp) or None)
+        self.pose_d = pose_d
+        p = np.round(self.pose_d[:3, 3], 4).tolist()
+        self.node.get_logger().info(f'target_pose: tip to {p} m (base frame)',
+                                    throttle_duration_sec=1.0)
+
+    def stream(self, pose_d, stamp):
+        """ẋ_d of a stream of stamped targets (module docstring); ẋ_d lapses otherwise."""
+        dt = None if stamp is None or self.stamp_d is None else stamp - self.stamp_d
+        if dt == 0.0:   # the same instant again: the stream's velocity stands
+            return
+        self.stamp_d = stamp
+        if dt is None or not 0.0 < dt <= STREAM_PERIOD or self.pose_d is None:
+            self.twist_until = -INF
+            return
+        self.twist_d = rd.pose_error(pose_d, self.pose_d) / dt
+        self.twist_until = time.monotonic() + 2.0 * dt
+
+    def target_twist(self):
+        """ẋ_d while a stream of targets lasts, else None (zero)."""
+        return self.twist_d if time.monotonic() < self.twist_until else None
+
+    def on_target_wrench(self, msg):
+        w = msg.wrench
+        wrench = np.array([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z])
+        try:
+            self.accepting('target_wrench')
+            if not all_finite(wrench):
+                raise BadInput(f'non-finite wrench {wrench.tolist()}')
+            R = self.frame_transform(msg.header.frame_id)[:3, :3]
+        except BadInput as error:
+            self.reject(f'target_wrench ignored: {error}')
+            return
+        self.wrench_d = np.concatenate([R @ wrench[:3], R @ wrench[3:]])
+
+    def reject(self, text):
+        self.node.diagnostics.count('rejected_references')
+        self.node.warn(text)
+
+    def health(self):
+        """(warning or None, /diagnostics values): κ(J M⁻¹ Jᵀ) and the pose error at q_last."""
+        if self.law is None or self.pose_d is None or self.node.q_last is None:
+            return None, {}
+        condition = self.law.condition
+        tip = rd.frame_pose(self.law.model, self.node.q_last, self.law.frame)
+        error = rd.pose_error(self.pose_d, tip)
+        values = {'task_condition_number': f'{condition:.4g}',
+                  'task_position_error_mm': round(1e3 * float(np.linalg.norm(error[3:])), 4),
+                  'task_rotation_error_mrad': round(1e3 * float(np.linalg.norm(error[:3])), 4)}
+        warning = (f'near a singular pose: condition number {condition:.3g}'
+                   if not condition < CONDITION_WARNING else None)
+        return warning, values
