@@ -43,6 +43,7 @@ from .parameters import ConfigError, Param
 TIME_SCALING_HEADROOM = 1.01   # s = 1.01 × the smallest fitting factor: 1 % below the limits
 REFERENCE_RAMP = 0.5           # s: default streamed-reference acceleration = v_max / 0.5 s
 DEFAULT_OBSERVER_GAIN = 50.0   # 1/s, as the wrench estimator's
+MAX_GAP = 0.005                # s: 5 cycles at 1 kHz (the controller skips states when loaded)
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -75,6 +76,9 @@ CONTROLLER_PARAMS = (
           choices=tuple(r.value for r in Reaction)),
     Param('collision.observer_gain', [], 'double[]', 'gain K of the controller\'s momentum '
           f'observer, 1/s (empty: {DEFAULT_OBSERVER_GAIN} for every joint)', per_joint=True),
+    Param('collision.max_gap', MAX_GAP, 'double', 'a joint state served longer than this after '
+          'the previous one re-anchors the controller\'s observer (its residual held): the '
+          'momentum integral over skipped states is not trusted, s', range=(1e-4, 60.0)),
 )
 ESTIMATOR_PARAMS = DETECTION_PARAMS
 
@@ -103,6 +107,7 @@ class Safety:
     reaction: Reaction
     comply: Comply
     observer_gain: np.ndarray
+    max_gap: float                # s, see ``collision.max_gap``
 
 
 def detection(values, arm):
@@ -173,7 +178,8 @@ def configure(values, arm, effort_limits, computed_torque):
             raise ConfigError(f'collision.reaction comply: {error}') from None
         comply = None
     return Safety(model, acc, bool(values['trajectory.time_scaling']),
-                  reference_limiter(model, acc), found, reaction, comply, gain)
+                  reference_limiter(model, acc), found, reaction, comply, gain,
+                  float(values['collision.max_gap']))
 
 
 def feasible(safety, trajectory, log):

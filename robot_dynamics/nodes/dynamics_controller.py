@@ -279,7 +279,7 @@ class DynamicsController(ArmNode):
     def configure_detection(self, safety):
         """The observer and detector for ``collision.*`` (observer None when off)."""
         self.collision.configure(safety.detection, self.arm.model, safety.reaction)
-        timeout = self.values['state_timeout']
+        timeout = min(self.values['state_timeout'], safety.max_gap)
         if safety.detection is None:
             self.observer = None
         elif self.observer is None:
