@@ -58,6 +58,9 @@ DETECTION_PARAMS = (
     Param('collision.samples', SAMPLES, 'integer', 'consecutive samples over a threshold that '
           'make a collision (the delay after the crossing is samples - 1 cycles)',
           range=(1, 1000)),
+    Param('collision.max_gap', MAX_GAP, 'double', 'with detection on, a joint state more than '
+          'this after the previous one re-anchors the observer (its residual held): the momentum '
+          'integral over skipped states is not trusted, s', range=(1e-4, 60.0)),
     Param('collision.force_threshold', 0.0, 'double', 'also a collision: the force at the tip '
           'behind the residual over this, N; 0: joint thresholds only', range=(0.0, 1e6)),
 )
@@ -76,9 +79,6 @@ CONTROLLER_PARAMS = (
           choices=tuple(r.value for r in Reaction)),
     Param('collision.observer_gain', [], 'double[]', 'gain K of the controller\'s momentum '
           f'observer, 1/s (empty: {DEFAULT_OBSERVER_GAIN} for every joint)', per_joint=True),
-    Param('collision.max_gap', MAX_GAP, 'double', 'a joint state served longer than this after '
-          'the previous one re-anchors the controller\'s observer (its residual held): the '
-          'momentum integral over skipped states is not trusted, s', range=(1e-4, 60.0)),
 )
 ESTIMATOR_PARAMS = DETECTION_PARAMS
 

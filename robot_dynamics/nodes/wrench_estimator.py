@@ -108,16 +108,22 @@ class WrenchEstimator(ArmNode):
     def apply(self, config):
         if self.observer is None:
             self.observer = MomentumObserver(self.arm.model, config.gain,
-                                             max_dt=self.values['state_timeout'])
+                                             max_dt=self.max_gap(config))
         else:  # a new model or gain: re-anchored at the next state, tare bias kept
             self.observer.model, self.observer.gain = self.arm.model, config.gain
-            self.observer.max_dt = self.values['state_timeout']
+            self.observer.max_dt = self.max_gap(config)
         self.config = config
         self.collision.configure(config.detection, self.arm.model)
         self.reader = JointStateReader(self.arm.model.joint_names)
         self.torques = JointState(name=list(self.arm.joints))
         self.wrench = WrenchStamped()
         self.wrench.header.frame_id = config.frame
+
+    def max_gap(self, config):
+        """Longest step the observer integrates: state_timeout, collision.max_gap if detecting."""
+        if config.detection is None:
+            return self.values['state_timeout']
+        return min(self.values['state_timeout'], self.values['collision.max_gap'])
 
     def warm_up(self):
         m = self.arm.model
