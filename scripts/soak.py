@@ -102,8 +102,7 @@ def series(diagnostics, node, key):
 
 def soak(duration=600.0, robot='panda', busy=False, log=print):
     """Run the soak; returns the report (a dict)."""
-    import yaml
-    config = yaml.safe_load(open(bringup.config_file(f'{robot}.yaml')))
+    config = bringup.load_config(bringup.config_file(f'{robot}.yaml'))
     joints = config['dynamics_controller']['ros__parameters']['joints']
     q0 = np.array(config['arm_simulator']['ros__parameters']['initial_position'])
     limit = {j.get('name'): j.find('limit') for j in

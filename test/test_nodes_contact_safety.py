@@ -28,7 +28,6 @@ import time
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from scipy.interpolate import CubicSpline
@@ -42,7 +41,7 @@ from robot_dynamics import bringup
 from robot_dynamics.nodes.contact_safety import EVENT_QOS
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 
-CONFIG = yaml.safe_load(open(bringup.config_file('panda.yaml')))
+CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
 Q0 = np.array(CONFIG['arm_simulator']['ros__parameters']['initial_position'])
 # Gaz et al. 2019, Table: Coulomb friction of the Panda's joints, N m
