@@ -102,8 +102,7 @@ def series(diagnostics, node, key):
 
 def soak(duration=600.0, robot='panda', busy=False, log=print):
     """Run the soak; returns the report (a dict)."""
-    import yaml
-    config = yaml.safe_load(open(bringup.config_file(f'{robot}.yaml')))
+    config = bringup.load_config(bringup.config_file(f'{robot}.yaml'))
     joints = config['dynamics_controller']['ros__parameters']['joints']
     q0 = np.array(config['arm_simulator']['ros__parameters']['initial_position'])
     limit = {j.get('name'): j.find('limit') for j in
@@ -115,7 +114,9 @@ def soak(duration=600.0, robot='panda', busy=False, log=print):
     env = run.loopback_environment(domain, work)
     os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',
                                            'FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_LOG_DIR')})
-    specs = bringup.nodes('simulated_arm', robot=robot, mode='computed_torque')
+    # collision detection on, report only: its false alarms are counted (controller.collisions)
+    specs = bringup.nodes('simulated_arm', robot=robot, mode='computed_torque', overrides={
+        'dynamics_controller': {'collision.enable': True, 'collision.reaction': 'none'}})
     processes = run.Processes(specs, env, work, output=work)
     spinner = subprocess.Popen([sys.executable, '-c', 'while True: pass']) if busy else None
     rclpy.init()
@@ -192,7 +193,8 @@ def make_report(monitor, samples, duration, busy):
         'worst_lateness_ms': round(float(series(d, sim, 'worst_lateness_ms').max()), 2),
         'controller': {k: last.get(ctl, {}).get(k) for k in
                        ('commands', 'rejected_states', 'clamped_commands',
-                        'rate_limited_commands', 'non_finite_commands', 'timeouts')},
+                        'rate_limited_commands', 'non_finite_commands', 'timeouts',
+                        'collisions')},
         'estimator': {k: last.get('wrench_estimator', {}).get(k) for k in
                       ('estimates', 'rejected_states', 'observer_restarts', 'compute_p99_us')},
         'commands_seen': monitor.commands, 'nan_commands': monitor.nan,

@@ -43,6 +43,12 @@ Hardware profile (robot_dynamics.nodes.profiles): every τ above is the total jo
 arm that adds its own gravity compensation (``hardware_compensates_gravity``) the published
 command is τ − g_robot(q), in every mode, in the state-loss ramp and for its final command (which
 is then 0 plus the payload's gravity the robot does not know).
+
+Contact safety (robot_dynamics.nodes.contact_safety): trajectories are checked along their whole
+path (rejected, or time-scaled with ``trajectory.time_scaling``), streamed references are
+rate-limited, and with ``collision.enable`` a momentum observer in this node's own cycle detects
+collisions; the reaction (``collision.reaction``) applies from the detecting state on, until
+``~/reset``.
 """
 import dataclasses
 import time
@@ -50,6 +56,7 @@ import time
 import numpy as np
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
+from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 import robot_dynamics as rd
@@ -57,7 +64,9 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, cl
                                          unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
-from . import payload, profiles, speed_limiter, task_space
+from robot_dynamics.core.collision import Reaction
+
+from . import contact_safety, payload, profiles, speed_limiter, task_space
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -68,7 +77,7 @@ GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
 MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
-            'rate_limited_commands', 'non_finite_commands', 'timeouts')
+            'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +88,7 @@ class Config:
     effort_limits: np.ndarray         # model order, inf where unlimited
     max_effort_rate: float            # N m/s
     profile: profiles.Profile         # what the command and the efforts mean on this arm
+    safety: contact_safety.Safety
     task: object = None               # the task-space law of a task-space mode (task_space)
     pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
 
@@ -190,7 +200,8 @@ class DynamicsController(ArmNode):
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
         Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
               'joint friction at the measured velocity (computed_torque always includes it)'),
-    ) + payload.PARAMS + profiles.PARAMS + task_space.PARAMS + speed_limiter.PARAMS
+    ) + (payload.PARAMS + profiles.PARAMS + task_space.PARAMS +
+         contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS)
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
@@ -214,6 +225,9 @@ class DynamicsController(ArmNode):
         self.task = task_space.TaskSpace(self)
         self.identification = payload.PayloadService(self)
         self.limiter = speed_limiter.SpeedLimiter(self)
+        self.collision = contact_safety.CollisionMonitor(self)
+        self.observer = None
+        self.create_service(Trigger, '~/reset', self.on_reset)
         self.load_model()
 
     # -- configuration -------------------------------------------------------------------------
@@ -235,9 +249,11 @@ class DynamicsController(ArmNode):
             raise ConfigError('computed_torque needs kp and kd, one value per joint')
         gravity = GravityCompensation(arm.model, friction_compensation=values[
             'friction_compensation'])
+        safety = contact_safety.configure(values, arm, limits, ct)
         return Config(values['mode'], gravity, ct, np.array(limits),
                       float(values['max_effort_rate']), profiles.profile(values, arm),
-                      task_space.configure(values, arm), speed_limiter.configure(values, arm.model))
+                      safety, task_space.configure(values, arm),
+                      speed_limiter.configure(values, arm.model))
 
     def apply(self, config):
         self.task.apply(config.task)
@@ -248,8 +264,11 @@ class DynamicsController(ArmNode):
             self.task.hold(self.q_last)
         self.config = config
         self.limiter.apply(config.pfl)
-        self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity'))
+        detecting = config.safety.detection is not None
+        self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity') +
+                                       (('effort',) if detecting else ()))
         self.identification.configure(self.values, self.arm, config.profile)
+        self.configure_detection(config.safety)
 
     def warm_up(self):
         q = self.arm.model.neutral_position
@@ -259,6 +278,19 @@ class DynamicsController(ArmNode):
             self.config.computed_torque(q, zero, q, zero, zero)
         self.config.profile.command(q, zero)
         task_space.warm_up(self.arm.model)
+        contact_safety.warm_up(self.config.safety)
+
+    def configure_detection(self, safety):
+        """The observer and detector for ``collision.*`` (observer None when off)."""
+        self.collision.configure(safety.detection, self.arm.model, safety.reaction)
+        timeout = min(self.values['state_timeout'], safety.max_gap)
+        if safety.detection is None:
+            self.observer = None
+        elif self.observer is None:
+            self.observer = contact_safety.ResidualObserver(self.arm.model, safety.observer_gain,
+                                                            timeout)
+        else:
+            self.observer.configure(self.arm.model, safety.observer_gain, timeout)
 
     def hold(self):
         """Bumpless reference: hold the last measured position (None before the first state)."""
@@ -276,11 +308,12 @@ class DynamicsController(ArmNode):
             state = self.reader.read(msg)
             if state is None:
                 return
-            q, v, _ = state
+            q, v, effort = state
             t = seconds(msg.header.stamp) or time.time()
             self.check_stamp(t)
             self.on_valid_state(q, t)
             self.identification.add(msg, q, v)
+            self.detect_collision(q, v, effort, t)
             tau = self.control(q, v, t)
         except BadInput as error:
             self.diagnostics.count('rejected_states')
@@ -310,10 +343,40 @@ class DynamicsController(ArmNode):
         if self.reference is None:
             self.reference = Setpoint(q)
 
+    def measured_effort(self, q, effort):
+        """The joint torques the arm measured (model order), from joint_states' effort."""
+        return self.config.profile.joint_torque(q, effort)
+
+    def detect_collision(self, q, v, effort, t):
+        """One observer and detector sample; on a new collision, start the reaction."""
+        if self.observer is None:
+            return
+        if v is None or effort is None:
+            raise BadInput('collision detection needs velocity and effort for every joint')
+        residual = self.observer.update(t, q, v, self.measured_effort(q, effort))
+        event = self.collision.update(t, residual, q)
+        if event is None:
+            return
+        self.diagnostics.count('collisions')
+        reaction = self.config.safety.reaction
+        if reaction is not Reaction.NONE:
+            self.reference, self.pending = Setpoint(rd.stop_reference(q)[0]), None
+        self.get_logger().error(f'{event}; reaction: {reaction.value}'
+                                + ('' if reaction is Reaction.NONE else ' until ~/reset'))
+
+    def reaction(self):
+        """The reaction in force: Reaction.STOP or COMPLY while a collision is latched."""
+        if self.collision.event is None:
+            return Reaction.NONE
+        return self.config.safety.reaction
+
     def control(self, q, v, t):
-        if self.config.mode == GRAVITY_COMPENSATION:
+        reaction = self.reaction()
+        if reaction is Reaction.COMPLY:
+            return self.config.safety.comply(q, v)
+        if self.config.mode == GRAVITY_COMPENSATION and reaction is not Reaction.STOP:
             return self.config.gravity_compensation(q, v)
-        if self.config.task is not None:
+        if self.config.task is not None and reaction is not Reaction.STOP:
             return self.task.control(q, v, t)
         if v is None:
             raise BadInput('computed_torque needs joint velocities')
@@ -339,7 +402,10 @@ class DynamicsController(ArmNode):
         current = self.pending if self.pending and start >= self.pending.start else self.reference
         current = self.limiter.blend_source(current)   # a trajectory slowed by PFL: as slowed
         try:
-            self.pending = trajectory_from_msg(msg, self.arm.model, start, current)
+            timed = trajectory_from_msg(msg, self.arm.model, start, current)
+            timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
+                                                       self.get_logger().info)
+            self.pending = timed
         except BadInput as error:
             self.diagnostics.count('rejected_references')
             self.warn(str(error))
@@ -355,18 +421,37 @@ class DynamicsController(ArmNode):
             if q is None:
                 raise BadInput(f'reference names none of the joints {list(self.arm.joints)}')
             within_limits(self.arm.model, q, 'reference')
+            self.reference = contact_safety.streamed(self.config.safety, self.reference,
+                                                     self.t_last, q)
         except BadInput as error:
             self.diagnostics.count('rejected_references')
             self.warn(f'reference ignored: {error}')
             return
-        self.reference, self.pending = Setpoint(q, v), None
+        self.pending = None
 
     def tracking(self, what):
         if self.config is None or self.config.mode != COMPUTED_TORQUE or self.q_last is None:
             self.diagnostics.count('rejected_references')
             self.warn(f'{what} ignored: tracking needs mode computed_torque and joint states')
             return False
+        if self.reaction() is not Reaction.NONE:
+            self.diagnostics.count('rejected_references')
+            self.warn(f'{what} ignored: stopped by a collision until ~/reset')
+            return False
         return True
+
+    def on_reset(self, request, response):
+        """~/reset: clear a latched collision; tracking resumes holding the current position."""
+        event = self.collision.reset()
+        if event is None:
+            response.success, response.message = True, 'no collision latched'
+            return response
+        if self.q_last is not None:
+            self.reference, self.pending = self.hold(), None
+        response.success = True
+        response.message = f'reset after {event}: holding the current position'
+        self.get_logger().info(response.message)
+        return response
 
     # -- outputs -------------------------------------------------------------------------------
     def publish(self, tau, q):
@@ -432,7 +517,12 @@ class DynamicsController(ArmNode):
         warning, task = self.task.health()
         if warning and level == OK:
             level, message = WARN, warning
-        return level, message, {'mode': self.values['mode'], **values, **task}
+        if self.collision.event is not None:
+            reaction = self.config.safety.reaction
+            level = WARN if reaction is Reaction.NONE else ERROR
+            message = f'{self.collision.event} (reaction: {reaction.value})'
+        return level, message, {'mode': self.values['mode'], **values, **task,
+                                **self.collision.health()}
 
 
 def main(args=None):

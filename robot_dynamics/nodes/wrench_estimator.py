@@ -20,6 +20,11 @@ Singular poses (a stretched arm): the damped inverse keeps the wrench finite; th
 along singular directions of J are then unobservable and shrink toward 0. When
 σ_min(J)/σ_max(J) < SINGULAR (checked every 0.1 s) the node warns, throttled, and reports it on
 /diagnostics with the static residual τ_measured − g(q) while the arm is still.
+
+Collisions (``collision.*``, robot_dynamics.nodes.contact_safety): for an arm whose controller
+is not ours, the estimate (after tare) goes through the same detector as in the controller; the
+event is latched on ``~/collision`` and /diagnostics until ``~/reset``. Reported only: the
+reaction is the controller's business.
 """
 import dataclasses
 import time
@@ -32,7 +37,7 @@ from std_srvs.srv import Trigger
 import robot_dynamics as rd
 from robot_dynamics.core.observers import MomentumObserver
 
-from . import payload, profiles
+from . import contact_safety, payload, profiles
 from .joint_states import BadInput, JointStateReader, seconds, state_qos, to_array
 from .node import ArmNode, main as run_node
 from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
@@ -40,7 +45,8 @@ from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_h
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
-COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular')
+COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular',
+            'collisions')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,6 +56,7 @@ class Config:
     reference: object      # rd.LOCAL_WORLD_ALIGNED or rd.LOCAL
     damping: float
     profile: profiles.Profile   # measured efforts -> joint torques
+    detection: contact_safety.Detection   # None: collision detection off
 
 
 class WrenchEstimator(ArmNode):
@@ -63,7 +70,7 @@ class WrenchEstimator(ArmNode):
               'largest singular value of J', range=(0.0, 1.0)),
         Param('reference_frame', '', 'string', 'frame of ~/wrench: the base link (moment about '
               'the tip, base axes) or the tip link (tip axes); empty: the base link'),
-    ) + profiles.PARAMS
+    ) + profiles.PARAMS + contact_safety.ESTIMATOR_PARAMS
 
     def __init__(self, **options):
         self.config = self.observer = self.reader = None
@@ -79,6 +86,8 @@ class WrenchEstimator(ArmNode):
         self.create_subscription(JointState, 'joint_states', self.on_joint_state,
                                  state_qos(self.values['joint_states_reliability'], 10))
         self.create_service(Trigger, '~/tare', self.on_tare)
+        self.collision = contact_safety.CollisionMonitor(self)
+        self.create_service(Trigger, '~/reset', self.on_reset)
         self.payload_topic = payload.subscribe(self)
         self.load_model()
 
@@ -94,20 +103,27 @@ class WrenchEstimator(ArmNode):
             raise ConfigError(f"reference_frame must be the base '{arm.model.base}' or the tip "
                               f"'{arm.model.tip}' link, got '{frame}'")
         return Config(gain, frame, frames[frame], values['damping'],
-                      profiles.profile(values, arm))
+                      profiles.profile(values, arm), contact_safety.detection(values, arm))
 
     def apply(self, config):
         if self.observer is None:
             self.observer = MomentumObserver(self.arm.model, config.gain,
-                                             max_dt=self.values['state_timeout'])
+                                             max_dt=self.max_gap(config))
         else:  # a new model or gain: re-anchored at the next state, tare bias kept
             self.observer.model, self.observer.gain = self.arm.model, config.gain
-            self.observer.max_dt = self.values['state_timeout']
+            self.observer.max_dt = self.max_gap(config)
         self.config = config
+        self.collision.configure(config.detection, self.arm.model)
         self.reader = JointStateReader(self.arm.model.joint_names)
         self.torques = JointState(name=list(self.arm.joints))
         self.wrench = WrenchStamped()
         self.wrench.header.frame_id = config.frame
+
+    def max_gap(self, config):
+        """Longest step the observer integrates: state_timeout, collision.max_gap if detecting."""
+        if config.detection is None:
+            return self.values['state_timeout']
+        return min(self.values['state_timeout'], self.values['collision.max_gap'])
 
     def warm_up(self):
         m = self.arm.model
@@ -156,6 +172,9 @@ class WrenchEstimator(ArmNode):
             return
         self.check_singularity(q, v, effort)
         self.publish(msg.header.stamp, tau_ext, wrench)
+        if self.collision.update(stamp, tau_ext, q) is not None:
+            self.diagnostics.count('collisions')
+            self.get_logger().error(f'{self.collision.event} (reported; ~/reset to re-arm)')
         self.diagnostics.count('estimates')
         self.diagnostics.time(time.perf_counter() - received)
 
@@ -192,9 +211,11 @@ class WrenchEstimator(ArmNode):
         ok, smallest = inertia_health(rd.mass_matrix(self.arm.model, self.q_last))
         values = {'mass_matrix_min_eigenvalue': round(smallest, 6),
                   'jacobian_conditioning': self.conditioning,
-                  **self.residual.values(self.arm.to_joints)}
+                  **self.residual.values(self.arm.to_joints), **self.collision.health()}
         if not ok:
             return ERROR, 'model unhealthy: M(q) not positive definite', values
+        if self.collision.event is not None:
+            return WARN, str(self.collision.event), values
         if self.conditioning is not None and self.conditioning < SINGULAR:
             return WARN, 'near-singular pose: wrench partly unobservable', values
         return OK, 'estimating', values
@@ -207,6 +228,13 @@ class WrenchEstimator(ArmNode):
         bias = np.round(self.arm.to_joints(self.observer.bias), 4).tolist()
         response.success, response.message = True, f'tared: bias {bias} (joints order)'
         self.get_logger().info(response.message)
+        return response
+
+    def on_reset(self, request, response):
+        """~/reset: clear a latched collision event (detection re-armed)."""
+        event = self.collision.reset()
+        response.success = True
+        response.message = 'no collision latched' if event is None else f'reset after {event}'
         return response
 
 
