@@ -29,9 +29,7 @@ from robot_dynamics import demo
 STIFFNESS = [1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0]   # N/m ×3, N m/rad ×3
 FORCES = [5.0, 10.0, 15.0, 20.0, 15.0, 10.0, 5.0, 0.0]   # N along x, 1 s each
 RADIUS, FREQUENCY, TURNS = 0.05, 0.5, 2                  # m, Hz
-# max_effort_rate per wall time: 1e5 N m/s, as the simulator may catch up in bursts (README)
-CONTROLLER = {'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS,
-              'max_effort_rate': 1e5}
+CONTROLLER = {'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS}
 
 
 class CartesianObserver(demo.Observer):

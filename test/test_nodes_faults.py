@@ -17,12 +17,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
+from robot_dynamics.nodes.dynamics_controller import RATE_SLACK
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration
 from test_nodes_fuzz import CONFIG, JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state
 
 MODEL = rd.load_urdf(URDF, 'panda_link0', 'panda_hand_tcp')
 RATE = 1000.0   # N m/s, the documented default of max_effort_rate
+STAMP_ROUNDING = 3e-7   # s: the float stamps of this harness (about 1.8e9 s) are this coarse
 STRETCHED = np.zeros(7)   # panda at q = 0: links 1-4 aligned, a singular pose
 
 
@@ -58,9 +60,31 @@ def test_default_rate_limit_and_a_step_in_the_state(controller):
     assert np.abs(g(q) - g(POSE)).max() > 5.0
     tau = np.array(feed(h, q, 40))
     steps = np.abs(np.diff(np.vstack([g(POSE), tau]), axis=0)).max(axis=1)
-    assert steps.max() <= RATE * 0.001 + 1e-9     # 1 N m per 1 ms state
+    assert steps.max() <= RATE * (0.001 + STAMP_ROUNDING)     # 1 N m per 1 ms state
     np.testing.assert_allclose(tau[-1], g(q), atol=1e-9)   # reached after |Δg| / rate
     assert h.node.diagnostics.counts['rate_limited_commands'] > 5
+
+
+def test_rate_limit_runs_on_the_arms_clock(controller):
+    """States 1 ms apart on the arm's clock, 0.2 ms in wall time: 1 N m per state.
+
+    As a simulator catching up sees it in real time; a stamp 0.1 s ahead of the wall time moves
+    the command by at most RATE_SLACK's worth.
+    """
+    h = controller
+    h.node.set_parameters([Parameter('mode', value='gravity_compensation')])
+    feed(h, POSE, 10)
+    q = POSE + np.array([0.0, 0.4, 0.0, 0.3, 0.0, 0.0, 0.0])
+    tau = []
+    for k in range(1, 6):
+        h.clock += 2e-4
+        h.node.on_joint_state(joint_state(JOINTS, list(q), [0.0] * 7, h.now() + 8e-4 * k))
+        tau.append(h.commands[-1])
+    steps = np.abs(np.diff(np.vstack([g(POSE), tau]), axis=0)).max(axis=1)
+    np.testing.assert_allclose(steps, RATE * 0.001, atol=RATE * STAMP_ROUNDING)
+    h.clock += 2e-4
+    h.node.on_joint_state(joint_state(JOINTS, list(q), [0.0] * 7, h.now() + 0.1))
+    assert np.abs(h.commands[-1] - tau[-1]).max() <= RATE * (2e-4 + RATE_SLACK + 1e-9)
 
 
 def test_states_stop_resume_burst_and_out_of_order(controller):

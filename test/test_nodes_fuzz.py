@@ -27,7 +27,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.dynamics_controller import DynamicsController
+from robot_dynamics.nodes.dynamics_controller import RATE_SLACK, DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, to_duration, to_time
 
@@ -164,7 +164,8 @@ class Harness:
         assert tau.shape == (7,) and np.isfinite(tau).all(), tau
         assert (np.abs(tau) <= limits).all(), (tau, limits)
         if len(self.commands) > 1:
-            step = self.node.values['max_effort_rate'] * (self.times[-1] - self.times[-2])
+            step = self.node.values['max_effort_rate'] * (self.times[-1] - self.times[-2] +
+                                                          RATE_SLACK)
             jump = np.abs(tau - self.commands[-2])
             # beyond the rate only where a lowered effort limit clipped it (effective at once)
             assert ((jump <= step + 1e-9) | (np.abs(tau) == limits)).all(), (jump, step)

@@ -37,10 +37,6 @@ from ros_harness import BEST_EFFORT, session, stamp_of
 STIFFNESS = {'panda': np.array([1000.0, 1000.0, 1000.0, 50.0, 50.0, 50.0]),
              'ur5e': np.array([1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0])}
 PUSH = 10.0          # N
-# N m/s. The rate limit acts per wall time; a loaded machine's simulator catches up in bursts of
-# steps (0.1-0.3 ms each), so 1000 N m/s becomes a slew limit of 0.1-0.3 N m per simulated ms,
-# which destabilises a reach (README, "the rate limit"); 1e5 allows 10 N m per step of 0.1 ms.
-RATE = 1e5
 ELBOW = {'panda': 'panda_link4', 'ur5e': 'forearm_link'}
 CASES = [('panda', 'internal'), ('ur5e', 'mujoco')]
 
@@ -69,7 +65,7 @@ class Arm:
         self.wrench = self.probe.create_publisher(WrenchStamped,
                                                   '/arm_simulator/external_wrench', 10)
         self.stiffness = STIFFNESS[robot]
-        controller = {'mode': 'cartesian_impedance', 'max_effort_rate': RATE,
+        controller = {'mode': 'cartesian_impedance',
                       'cartesian.stiffness': self.stiffness.tolist()}
         self.launch = ros.launch(bringup.nodes('simulated_arm', robot=robot, overrides={
             'arm_simulator': {'engine': engine, 'command_wait': 0.1},

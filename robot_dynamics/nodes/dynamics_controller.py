@@ -12,10 +12,14 @@ floats, gravity-compensated, where it was; it is not braked. When states return,
 resumes by holding the position it finds (bumpless). A real arm needs its own watchdog too (e.g.
 Franka's communication-loss reflex).
 
-Rate limit: consecutive commands differ by at most ``max_effort_rate`` · Δt per joint, Δt the
-wall time between them (the actuator sees commands in wall time; a burst of queued states thus
-moves the command little). The default, 1000 N m/s, is the joint torque rate limit of the Franka
-Control Interface ("Robot and interface specifications", frankaemika.github.io/docs). The first
+Rate limit: consecutive commands differ by at most ``max_effort_rate`` · Δt per joint. Δt is
+the time between the states they answer on the arm's clock (their stamps: what the actuator
+steps on, e.g. Franka's 1 kHz check of its torque rate), but never more than the wall time
+between the commands plus RATE_SLACK (a stamp that jumped ahead moves the command little); the
+ramp after state_timeout, which answers no state, runs on wall time. So a simulator catching up
+with the wall clock (steps back to back) sees the same limit per step as in real time. The
+default, 1000 N m/s, is the joint torque rate limit of the Franka Control Interface ("Robot and
+interface specifications", frankaemika.github.io/docs). The first
 command after start is not limited (there is nothing before it from this node; both modes
 begin with τ ≈ g(q) at the measured pose). After state_timeout the command ramps at this rate
 to τ = g(q_last) before the node goes quiet. ``effort_limits`` clip after the rate limit, so a
@@ -76,6 +80,7 @@ from .diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
 MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
+RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
             'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
 
@@ -207,6 +212,7 @@ class DynamicsController(ArmNode):
         self.config = self.reader = self.reference = self.pending = None
         self.q_last, self.last_state, self.commanding, self.stopping = None, None, False, False
         self.tau_last = self.published_at = None   # the last command (model order), its time
+        self.stamp_published = None                 # the stamp of the state it answered
         self.t_last = None
         self.monotonic = time.monotonic            # the clock of the rate limit and timeouts
         self.checked_at = time.monotonic()
@@ -319,7 +325,8 @@ class DynamicsController(ArmNode):
             self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
-        if self.publish(tau, q):
+        stamp = msg.header.stamp   # exact differences of stamps: integer nanoseconds
+        if self.publish(tau, q, (stamp.sec * 10**9 + stamp.nanosec) or None):
             self.diagnostics.time(time.perf_counter() - received, time.time() - t)
 
     def check_stamp(self, t):
@@ -454,11 +461,11 @@ class DynamicsController(ArmNode):
         return response
 
     # -- outputs -------------------------------------------------------------------------------
-    def publish(self, tau, q):
-        """Publish the command for the joint torque τ at q; returns whether.
+    def publish(self, tau, q, stamp=None):
+        """Publish the command for τ at q (for the state stamped ``stamp``, ns); returns whether.
 
         The command is τ less the gravity the robot adds itself (``profile.command``), rate
-        limited, then clamped, in joints order; never NaN.
+        limited (module docstring), then clamped, in joints order; never NaN.
         """
         tau = self.config.profile.command(q, tau)
         if not all_finite(tau):
@@ -467,8 +474,10 @@ class DynamicsController(ArmNode):
                                     throttle_duration_sec=1.0)
             return False
         now = self.monotonic()
-        limited = rate_limited(tau, self.tau_last, now - (self.published_at or now),
-                               self.config.max_effort_rate)
+        dt = now - (self.published_at or now)
+        if stamp is not None and self.stamp_published is not None:
+            dt = min(1e-9 * (stamp - self.stamp_published), dt + RATE_SLACK)
+        limited = rate_limited(tau, self.tau_last, dt, self.config.max_effort_rate)
         if (limited != tau).any():
             self.diagnostics.count('rate_limited_commands')
         tau, clamped = clamp_effort(limited, self.config.effort_limits)
@@ -479,7 +488,7 @@ class DynamicsController(ArmNode):
         self.command.data = to_array(self.arm.to_joints(tau))
         self.publisher.publish(self.command)
         self.diagnostics.count('commands')
-        self.tau_last, self.published_at = tau, now
+        self.tau_last, self.published_at, self.stamp_published = tau, now, stamp
         self.commanding = True
         return True
 
