@@ -115,8 +115,12 @@ def _gather(buf, at, index, out):
 
 
 @jit
-def _read(buf, ref, cfg, out, info):
-    """The compiled reader: OK (out filled), NONE (none of our joints) or PLAIN (ask rclpy)."""
+def read_state(buf, ref, cfg, out, info):
+    """The compiled reader: OK (out filled), NONE (none of our joints) or PLAIN (ask rclpy).
+
+    buf: the message's bytes as uint8; ref, cfg, out, info: ``CdrJointStateReader.arrays``.
+    Callable from another compiled function, e.g. a node's whole cycle in one call.
+    """
     if not _layout(buf, info) or cfg[MAPPED] < 0 or info[NAMES] != cfg[COUNT]:
         return PLAIN
     if not _same_names(buf, info, ref):
@@ -170,13 +174,17 @@ class CdrJointStateReader(JointStateReader):
         self._ref = np.zeros(0, np.uint8)
         self._out, self._info = np.empty((3, n)), np.zeros(INFO, np.int64)
 
+    @property
+    def arrays(self):
+        """(ref, cfg, out, info) of ``read_state``; out[f] is field f in model order after OK."""
+        return self._ref, self._cfg, self._out, self._info
+
     def read_cdr(self, data):
         """(q, v, effort, (sec, nanosec)) of a serialized JointState, as ``read`` would give.
 
         None for a message with none of our joints; BadInput as ``read`` raises it.
         """
-        status = _read(np.frombuffer(data, np.uint8), self._ref, self._cfg, self._out,
-                       self._info)
+        status = read_state(np.frombuffer(data, np.uint8), *self.arrays)
         if status == NONE:
             return None
         if status == PLAIN:
