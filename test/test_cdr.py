@@ -8,8 +8,9 @@ from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.nodes.cdr import CdrJointStateReader, Float64MultiArrayWriter, \
-    parse_joint_state
+from robot_dynamics.core._jit import jit
+from robot_dynamics.nodes.cdr import OK, CdrJointStateReader, Float64MultiArrayWriter, \
+    parse_joint_state, read_state
 from robot_dynamics.nodes.joint_states import BadInput, JointStateReader
 
 pytestmark = pytest.mark.nojit
@@ -136,6 +137,21 @@ def test_compiled_path_serves_repeated_names():
     gripper = serialize_message(message(['finger'], [[0.0], [], []]))
     assert reader.read_cdr(gripper) is None and reader.read_cdr(gripper) is None
     assert reader.plain_reads == 2
+
+
+@jit
+def positions_plus_one(buf, ref, cfg, out, info):
+    """A compiled caller of the compiled reader, as a node's whole cycle would be."""
+    status = read_state(buf, ref, cfg, out, info)
+    return status, out[0] + 1.0
+
+
+def test_compiled_reader_is_callable_from_compiled_code():
+    reader = CdrJointStateReader(JOINTS)
+    data = serialize_message(message(JOINTS[::-1], [[float(i) for i in range(7)]] * 3))
+    reader.read_cdr(data)   # maps the names (plain path)
+    status, q = positions_plus_one(np.frombuffer(data, np.uint8), *reader.arrays)
+    assert status == OK and q.tolist() == [7.0, 6.0, 5.0, 4.0, 3.0, 2.0, 1.0]
 
 
 def test_reader_errors_name_the_problem():

@@ -160,6 +160,8 @@ class CdrJointStateReader(JointStateReader):
     """A JointStateReader that also reads serialized messages (``read_cdr``).
 
     ``plain_reads`` counts the messages that took rclpy's deserialization and the plain reader.
+    ``arrays`` = (ref, cfg, out, info), the state of ``read_state`` (out[f]: field f in model
+    order after OK), for a compiled caller; read it again after each plain read.
     """
 
     def __init__(self, joint_names, fields=JointStateReader.FIELDS,
@@ -171,13 +173,11 @@ class CdrJointStateReader(JointStateReader):
         self._cfg[MAPPED] = -1
         self._cfg[WANTED:WANTED + 3] = [f in fields for f in self.FIELDS]
         self._wanted = tuple(f in fields for f in self.FIELDS)
-        self._ref = np.zeros(0, np.uint8)
         self._out, self._info = np.empty((3, n)), np.zeros(INFO, np.int64)
+        self._set_ref(np.zeros(0, np.uint8))
 
-    @property
-    def arrays(self):
-        """(ref, cfg, out, info) of ``read_state``; out[f] is field f in model order after OK."""
-        return self._ref, self._cfg, self._out, self._info
+    def _set_ref(self, ref):
+        self.arrays = (ref, self._cfg, self._out, self._info)
 
     def read_cdr(self, data):
         """(q, v, effort, (sec, nanosec)) of a serialized JointState, as ``read`` would give.
@@ -189,9 +189,10 @@ class CdrJointStateReader(JointStateReader):
             return None
         if status == PLAIN:
             return self._read_plain(data)
-        info, out = self._info, self._out
-        return (*(out[f].copy() if self._wanted[f] and info[COUNTS + f] else None
-                  for f in range(3)), (int(info[SEC]), int(info[NANOSEC])))
+        sec, nanosec, *_, p, v, e = self._info[:COUNTS + 3].tolist()
+        out, (want_p, want_v, want_e) = self._out.copy(), self._wanted
+        return (out[0] if want_p and p else None, out[1] if want_v and v else None,
+                out[2] if want_e and e else None, (sec, nanosec))
 
     def _read_plain(self, data):
         self.plain_reads += 1
@@ -207,7 +208,7 @@ class CdrJointStateReader(JointStateReader):
         """Cache the names the plain reader has mapped (if these are they) for the fast path."""
         if self._names is None or list(names) != self._names:
             return
-        self._ref = names_blob(names)
+        self._set_ref(names_blob(names))
         self._cfg[COUNT] = len(names)
         self._cfg[MAPPED] = self._index is not None
         if self._index is not None:
