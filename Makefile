@@ -2,7 +2,7 @@
 PY := .venv/bin/python
 PYTEST := $(PY) -m pytest -q --timeout=300
 
-.PHONY: all venv demo test test-nojit bench lint colcon clean
+.PHONY: all venv demo test test-nojit bench bench-nodes lint colcon clean
 all: test
 
 venv:
@@ -26,6 +26,10 @@ lint: venv
 # colcon build into a temporary workspace, and check the installed layout.
 bench: venv
 	$(PY) -m robot_dynamics.benchmarks
+
+# The node section alone: each node's CPU per cycle and latency against a minimal rclpy node.
+bench-nodes: venv
+	$(PY) -m robot_dynamics.benchmarks.nodes
 
 colcon: venv
 	scripts/check_colcon.sh

@@ -2,8 +2,8 @@
 
 Prints markdown tables (one state on the Panda, the control laws' per-state cost, batches of N
 states, random chains of n joints with fitted exponents, start-up with a cold and a warm numba
-cache) and writes them to DIR/benchmark.json with a log-log plot DIR/complexity.png (default
-DIR: ./benchmark_results).
+cache, the nodes' CPU per cycle and latency: ``nodes``) and writes them to DIR/benchmark.json
+with a log-log plot DIR/complexity.png (default DIR: ./benchmark_results).
 
 Method: medians over rounds in which our call and Pinocchio's alternate, so that drift cancels
 in the ratios (the ratio is the median of the per-round ratios). Single-threaded code is timed
@@ -26,6 +26,8 @@ def main(argv=None):
     parser.add_argument('--quick', action='store_true', help='fewer rounds and states')
     parser.add_argument('--skip-startup', action='store_true',
                         help='skip the start-up measurement (it compiles every kernel cold)')
+    parser.add_argument('--skip-nodes', action='store_true',
+                        help='skip the node section (node processes on loopback DDS)')
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -55,6 +57,12 @@ def main(argv=None):
         print('\n## Start-up: fresh interpreter to first result\n')
         results['startup'] = suites.startup()
         print(report.startup_table(results['startup']))
+
+    if not args.skip_nodes:
+        from . import nodes   # imports rclpy
+        print('\n## Nodes: CPU per cycle and latency at 1 kHz, Panda\n')
+        results['nodes'] = nodes.measure(args.quick)
+        print(nodes.report(results['nodes']))
 
     results['load_average_after'] = os.getloadavg()
     report.save(results, out / 'benchmark.json')

@@ -1,0 +1,257 @@
+"""Serialized (CDR) messages for the fast path: a compiled JointState reader, a reply writer.
+
+A raw subscription (``create_subscription(..., raw=True)``) hands its callback the bytes
+rclpy's ``serialize_message`` makes: a 4-byte encapsulation header (``00 01``: XCDR1, little
+endian) and then the fields, each aligned to its size counted from the end of that header
+(strings: uint32 length with the NUL, the bytes, the NUL; sequences: uint32 count, then the
+elements, doubles aligned to 8 only when there are any). Fast CDR leaves alignment padding (and
+some trailing bytes) uninitialised: the reader never looks at them.
+
+``CdrJointStateReader.read_cdr(data)`` gives what ``JointStateReader.read`` gives for the
+deserialized message, plus the stamp, in one compiled call when the names are the bytes of the
+last mapped message. Anything else (new names, a message the plain reader rejects or one not in
+little-endian XCDR1) goes through rclpy's ``deserialize_message`` and the plain reader, so both
+paths accept, reject and word their errors alike, and the name mapping has one implementation.
+"""
+import numpy as np
+
+from robot_dynamics.core._jit import jit
+
+from .joint_states import JointStateReader
+
+OK, NONE, PLAIN = 0, 1, 2           # statuses of the compiled reader
+# info slots: stamp, frame_id (offset, bytes), names (count, offset of the first), then the
+# count and offset of the position, velocity and effort arrays
+SEC, NANOSEC, FRAME, FRAME_LEN, NAMES, NAMES_AT, COUNTS, OFFSETS = 0, 1, 2, 3, 4, 5, 6, 9
+INFO = 12
+# cfg slots: mapped (-1 nothing cached, 0 none of our joints, 1 mapped), the name count of the
+# mapped message, the three fields wanted (0/1), then the message index of each model joint
+MAPPED, COUNT, WANTED, INDEX = 0, 1, 2, 5
+
+
+@jit
+def _align(p, size):
+    """Offset p rounded up to a multiple of size, counted from the end of the 4-byte header."""
+    return 4 + (p - 4 + size - 1) // size * size
+
+
+@jit
+def _u32(buf, p):
+    return (np.int64(buf[p]) | np.int64(buf[p + 1]) << 8 | np.int64(buf[p + 2]) << 16
+            | np.int64(buf[p + 3]) << 24)
+
+
+@jit
+def _string_end(buf, p):
+    """Offset after the CDR string whose length field is at p (-1: it runs past the end)."""
+    if p + 4 > buf.size:
+        return -1
+    length = _u32(buf, p)
+    end = p + 4 + length
+    if end > buf.size or (length > 0 and buf[end - 1] != 0):
+        return -1
+    return end
+
+
+@jit
+def _layout(buf, info):
+    """Fill info with where the fields of a serialized JointState are; False if it is not one."""
+    if buf.size < 16 or buf[0] != 0 or buf[1] != 1:
+        return False
+    info[SEC] = _u32(buf, 4) - (_u32(buf, 4) >> 31 << 32)   # int32
+    info[NANOSEC] = _u32(buf, 8)
+    end = _string_end(buf, 12)
+    if end < 0:
+        return False
+    info[FRAME], info[FRAME_LEN] = 16, max(end - 17, 0)
+    p = _align(end, 4)
+    if p + 4 > buf.size:
+        return False
+    info[NAMES], info[NAMES_AT] = _u32(buf, p), p + 4
+    p += 4
+    for _ in range(info[NAMES]):
+        p = _string_end(buf, _align(p, 4))
+        if p < 0:
+            return False
+    for f in range(3):
+        p = _align(p, 4)
+        if p + 4 > buf.size:
+            return False
+        count = info[COUNTS + f] = _u32(buf, p)
+        p = _align(p + 4, 8) if count else p + 4
+        info[OFFSETS + f] = p
+        p += 8 * count
+        if p > buf.size:
+            return False
+    return True
+
+
+@jit
+def _same_names(buf, info, ref):
+    """Whether the message's names are those of ref (per name: uint32 length, bytes)."""
+    p, r = info[NAMES_AT], 0
+    for _ in range(info[NAMES]):
+        p = _align(p, 4)
+        end = _string_end(buf, p)
+        if r + end - p > ref.size:
+            return False
+        for k in range(p, end):
+            if buf[k] != ref[r]:
+                return False
+            r += 1
+        p = end
+    return r == ref.size
+
+
+@jit
+def _gather(buf, at, index, out):
+    """out[j] = the double at index[j] of the array at offset at; False if one is not finite."""
+    values = buf[at:at + 8 * (index.max() + 1)].view(np.float64)
+    finite = True
+    for j in range(index.size):
+        x = out[j] = values[index[j]]
+        finite &= x - x == 0.0
+    return finite
+
+
+@jit
+def read_state(buf, ref, cfg, out, info):
+    """The compiled reader: OK (out filled), NONE (none of our joints) or PLAIN (ask rclpy).
+
+    buf: the message's bytes as uint8; ref, cfg, out, info: ``CdrJointStateReader.arrays``.
+    Callable from another compiled function, e.g. a node's whole cycle in one call.
+    """
+    if not _layout(buf, info) or cfg[MAPPED] < 0 or info[NAMES] != cfg[COUNT]:
+        return PLAIN
+    if not _same_names(buf, info, ref):
+        return PLAIN
+    if cfg[MAPPED] == 0:
+        return NONE
+    for f in range(3):
+        if info[COUNTS + f] != 0 and info[COUNTS + f] != info[NAMES]:
+            return PLAIN
+    if info[COUNTS] == 0:
+        return PLAIN
+    index = cfg[INDEX:]
+    for f in range(3):
+        if cfg[WANTED + f] and info[COUNTS + f]:
+            if not _gather(buf, info[OFFSETS + f], index, out[f]):
+                return PLAIN
+    return OK
+
+
+def names_blob(names):
+    """The serialized names as the compiled reader compares them: per name, length and bytes."""
+    blob = bytearray()
+    for name in names:
+        encoded = name.encode() + b'\0'
+        blob += len(encoded).to_bytes(4, 'little') + encoded
+    return np.frombuffer(bytes(blob), np.uint8)
+
+
+def deserialize_joint_state(data):
+    """rclpy's deserialization of a sensor_msgs/JointState (the plain path)."""
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+    return deserialize_message(data, JointState)
+
+
+class CdrJointStateReader(JointStateReader):
+    """A JointStateReader that also reads serialized messages (``read_cdr``).
+
+    ``plain_reads`` counts the messages that took rclpy's deserialization and the plain reader.
+    ``arrays`` = (ref, cfg, out, info), the state of ``read_state`` (out[f]: field f in model
+    order after OK), for a compiled caller; read it again after each plain read.
+    """
+
+    def __init__(self, joint_names, fields=JointStateReader.FIELDS,
+                 deserialize=deserialize_joint_state):
+        super().__init__(joint_names, fields)
+        n = len(self.joint_names)
+        self.deserialize, self.plain_reads = deserialize, 0
+        self._cfg = np.zeros(INDEX + n, np.int64)
+        self._cfg[MAPPED] = -1
+        self._cfg[WANTED:WANTED + 3] = [f in fields for f in self.FIELDS]
+        self._wanted = tuple(f in fields for f in self.FIELDS)
+        self._out, self._info = np.empty((3, n)), np.zeros(INFO, np.int64)
+        self._set_ref(np.zeros(0, np.uint8))
+
+    def _set_ref(self, ref):
+        self.arrays = (ref, self._cfg, self._out, self._info)
+
+    def read_cdr(self, data):
+        """(q, v, effort, (sec, nanosec)) of a serialized JointState, as ``read`` would give.
+
+        None for a message with none of our joints; BadInput as ``read`` raises it.
+        """
+        status = read_state(np.frombuffer(data, np.uint8), *self.arrays)
+        if status == NONE:
+            return None
+        if status == PLAIN:
+            return self._read_plain(data)
+        sec, nanosec, *_, p, v, e = self._info[:COUNTS + 3].tolist()
+        out, (want_p, want_v, want_e) = self._out.copy(), self._wanted
+        return (out[0] if want_p and p else None, out[1] if want_v and v else None,
+                out[2] if want_e and e else None, (sec, nanosec))
+
+    def _read_plain(self, data):
+        self.plain_reads += 1
+        msg = self.deserialize(data)
+        try:
+            state = self.read(msg)
+        finally:
+            self._remember(msg.name)
+        return None if state is None else (*state, (msg.header.stamp.sec,
+                                                    msg.header.stamp.nanosec))
+
+    def _remember(self, names):
+        """Cache the names the plain reader has mapped (if these are they) for the fast path."""
+        if self._names is None or list(names) != self._names:
+            return
+        self._set_ref(names_blob(names))
+        self._cfg[COUNT] = len(names)
+        self._cfg[MAPPED] = self._index is not None
+        if self._index is not None:
+            self._cfg[INDEX:] = self._index
+
+
+def parse_joint_state(data):
+    """A serialized JointState as (sec, nanosec, frame_id, names, position, velocity, effort).
+
+    What the compiled reader sees of a message (None if it cannot parse it); for tests and tools.
+    """
+    buf, info = np.frombuffer(data, np.uint8), np.zeros(INFO, np.int64)
+    if not _layout(buf, info):
+        return None
+    frame = bytes(buf[info[FRAME]:info[FRAME] + info[FRAME_LEN]]).decode()
+    names, p = [], info[NAMES_AT]
+    for _ in range(info[NAMES]):
+        p = int(_align(p, 4))
+        end = int(_string_end(buf, p))
+        names.append(bytes(buf[p + 4:max(end - 1, p + 4)]).decode())
+        p = end
+    arrays = [np.frombuffer(data, np.float64, count=int(info[COUNTS + f]),
+                            offset=int(info[OFFSETS + f])) for f in range(3)]
+    return (int(info[SEC]), int(info[NANOSEC]), frame, names, *arrays)
+
+
+class Float64MultiArrayWriter:
+    """A serialized std_msgs/Float64MultiArray of n values with an empty layout, made once.
+
+    Fill ``data`` (a float64 view of the buffer) in place, then publish ``serialized()`` on a
+    publisher of Float64MultiArray. The size is the one rclpy's ``serialize_message`` gives.
+    """
+
+    HEADER = 20   # encapsulation, dim count 0, data_offset 0, data count, padding to 8
+
+    def __init__(self, n):
+        self.buffer = bytearray(self.HEADER + 8 * n)
+        self.buffer[1] = 1                                  # 00 01 00 00: XCDR1 little endian
+        self.buffer[12:16] = n.to_bytes(4, 'little')
+        self.data = np.frombuffer(self.buffer, np.float64, offset=self.HEADER)
+
+    def serialized(self, values=None):
+        """The message as bytes, after copying ``values`` (if given) into ``data``."""
+        if values is not None:
+            self.data[:] = values
+        return bytes(self.buffer)
