@@ -84,33 +84,49 @@ def extrema(trajectory, order):
     """Exact (t, value) of the max and min of the `order`-th derivative (0, 1, 2) per joint.
 
     Returns t_max, max, t_min, min, each (nv,); times from the trajectory start. Per segment the
-    candidates are its ends and the real roots of the next derivative inside it.
+    candidates are its ends and the real roots of the next derivative inside it (eigenvalues of
+    its companion matrix, all segments and joints of one degree in one batch).
     """
-    c = trajectory.coefficients
-    t_knots = trajectory.times
-    nv = trajectory.nv
-    best = [np.full(nv, np.nan), np.full(nv, -np.inf), np.full(nv, np.nan), np.full(nv, np.inf)]
-    for k in range(c.shape[0]):
-        h = t_knots[k + 1] - t_knots[k]
-        for j in range(nv):
-            # in σ = (t − t_k) / h ∈ [0, 1] the coefficients are comparable: negligible leading
-            # ones (a cubic stored as a quintic) are trimmed, else their roots are ill-posed
-            p = np.polynomial.Polynomial(c[k, :, j] * h ** np.arange(6)).deriv(order)
-            slope = p.deriv()
-            slope = slope.trim(1e-12 * np.abs(slope.coef).max()) if slope.coef.any() else slope
-            roots = slope.roots()
-            roots = roots.real[(abs(roots.imag) <= 1e-9) & (roots.real > 0) & (roots.real < 1)]
-            sigma = np.concatenate([[0.0, 1.0], roots])
-            values = p(sigma) / h**order
-            i, m = values.argmax(), values.argmin()
-            if values[i] > best[1][j]:
-                best[0][j], best[1][j] = t_knots[k] + h * sigma[i], values[i]
-            if values[m] < best[3][j]:
-                best[2][j], best[3][j] = t_knots[k] + h * sigma[m], values[m]
+    c, t_knots, nv = trajectory.coefficients, trajectory.times, trajectory.nv
     if c.shape[0] == 0:   # a single point: held at rest
         q = trajectory.positions[0] if order == 0 else np.zeros(nv)
-        best = [np.full(nv, t_knots[0]), q, np.full(nv, t_knots[0]), q]
-    return best
+        return [np.full(nv, t_knots[0]), q, np.full(nv, t_knots[0]), q]
+    h = np.diff(t_knots)
+    # in σ = (t − t_k) / h ∈ [0, 1] the coefficients are comparable: negligible leading ones (a
+    # cubic stored as a quintic) are trimmed, else their roots are ill-posed
+    p = np.moveaxis(c * h[:, None, None] ** np.arange(6)[:, None], 2, 1).reshape(-1, 6)
+    for _ in range(order):
+        p = p[:, 1:] * np.arange(1, p.shape[1])
+    sigma = np.concatenate([np.tile([0.0, 1.0], (len(p), 1)), _unit_roots(
+        p[:, 1:] * np.arange(1, p.shape[1]))], axis=1)
+    values = np.polynomial.polynomial.polyval(sigma.T, p.T, tensor=False).T
+    values = (values / np.repeat(h, nv)[:, None] ** order).reshape(len(h), nv, -1)
+    times = (t_knots[:-1, None, None] + h[:, None, None] * sigma.reshape(len(h), nv, -1))
+    values, times = np.moveaxis(values, 1, 0).reshape(nv, -1), \
+        np.moveaxis(times, 1, 0).reshape(nv, -1)
+    i, m, rows = np.nanargmax(values, axis=1), np.nanargmin(values, axis=1), np.arange(nv)
+    return [times[rows, i], values[rows, i], times[rows, m], values[rows, m]]
+
+
+def _unit_roots(slope):
+    """The real roots in (0, 1) of each row's polynomial (ascending coefficients), NaN-padded."""
+    n, degree = slope.shape[0], slope.shape[1] - 1
+    roots = np.full((n, max(degree, 0)), np.nan)
+    scale = np.abs(slope).max(axis=1, initial=0.0)
+    kept = np.abs(slope) > 1e-12 * scale[:, None]
+    effective = np.where(kept.any(axis=1), degree - np.argmax(kept[:, ::-1], axis=1), 0)
+    for d in range(1, degree + 1):
+        rows = np.flatnonzero(effective == d)
+        if not len(rows):
+            continue
+        monic = slope[rows, :d] / slope[rows, d:d + 1]
+        companion = np.zeros((len(rows), d, d))
+        companion[:, np.arange(1, d), np.arange(d - 1)] = 1.0
+        companion[:, :, -1] = -monic
+        r = np.linalg.eigvals(companion)
+        inside = (np.abs(r.imag) <= 1e-9) & (r.real > 0) & (r.real < 1)
+        roots[rows, :d] = np.where(inside, r.real, np.nan)
+    return roots
 
 
 class EffortSamples:
