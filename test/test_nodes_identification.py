@@ -242,14 +242,17 @@ POSES = np.array([[0.0, -0.4, 0.0, -2.1, 0.0, 1.7, 0.8],
 
 
 def hold(arm, pose, seconds=0.5):
-    """Move to a pose in 0.8 s, wait until still, then hold it for ``seconds`` more.
+    """Move to a pose in 1.2 s, wait until still, then hold it for ``seconds`` more.
+
+    (1.2 s keeps every move within the joints' velocity limits: the controller rejects a faster
+    trajectory, e.g. the last pose in 0.8 s asks 3 rad/s of joint 7, limit 2.61.)
 
     That gives about 700 still joint states (|q̇| < 0.01 rad/s) per pose, fewer if the controller
     skips some: the last SAMPLES span several poses. The first of them, as the arm settles,
     still carry some M q̈ (the fit's residual): the longer the hold, the fewer.
     """
-    start = arm.move([pose], [0.8])
-    arm.wait(start + 0.8 - arm.now())
+    start = arm.move([pose], [1.2])
+    arm.wait(start + 1.2 - arm.now())
     arm.wait_still()
     arm.wait(seconds)
 
