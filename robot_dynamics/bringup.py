@@ -105,6 +105,17 @@ def load_config(path):
     return {key.removeprefix('/**/'): value for key, value in document.items()}
 
 
+def flatten(values, prefix=''):
+    """Nested YAML parameters as ROS names: {'friction': {'viscous': x}} -> friction.viscous."""
+    flat = {}
+    for key, value in values.items():
+        if isinstance(value, dict):
+            flat.update(flatten(value, f'{prefix}{key}.'))
+        else:
+            flat[f'{prefix}{key}'] = value
+    return flat
+
+
 def config_section(path, node):
     """The ros__parameters of ``node`` in a parameter file ({} if it has none)."""
     return dict(load_config(path).get(node, {}).get('ros__parameters', {}))

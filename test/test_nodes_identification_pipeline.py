@@ -148,7 +148,7 @@ def test_record_fit_load_cuts_tracking_error_and_estimator_bias_tenfold(arm, tmp
                      '--tip', SIM['tip'], '--links', '--friction', '--armature',
                      '--output', str(fitted)]) == 0
     for node in ('dynamics_controller', 'wrench_estimator'):
-        values = flatten(bringup.load_config(fitted)[node]['ros__parameters'])
+        values = bringup.flatten(bringup.load_config(fitted)[node]['ros__parameters'])
         assert values.pop('joints') == JOINTS
         changes = {k: v for k, v in values.items()
                    if k in ('inertial_parameters', 'armature') or k.startswith('friction.')}
@@ -162,14 +162,3 @@ def test_record_fit_load_cuts_tracking_error_and_estimator_bias_tenfold(arm, tmp
           f'force {before[2]:.3g} -> {after[2]:.3g} N ({before[2] / after[2]:.0f}x)')
     for wrong_figure, fitted_figure in zip(before, after):
         assert fitted_figure < wrong_figure / 10
-
-
-def flatten(values, prefix=''):
-    """Nested YAML parameters as ROS names: {'friction': {'viscous': x}} -> friction.viscous."""
-    flat = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat

@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 # Commands: reliable, so ros2_control's JointGroupEffortController (SystemDefaultsQoS) matches.
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -98,3 +99,20 @@ def to_array(x):
 def seconds(stamp):
     """Seconds of a builtin_interfaces/Time (0.0 for an unset stamp)."""
     return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def trajectory_message(joint_names, start, times, positions, velocities=None,
+                       accelerations=None):
+    """trajectory_msgs/JointTrajectory through knots (times from ``start``, the states' clock)."""
+    msg = JointTrajectory(joint_names=list(joint_names))
+    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(round(start * 1e9)), 10**9)
+    for k, (t, q) in enumerate(zip(times, positions)):
+        point = JointTrajectoryPoint(positions=[float(x) for x in q])
+        if velocities is not None:
+            point.velocities = [float(x) for x in velocities[k]]
+        if accelerations is not None:
+            point.accelerations = [float(x) for x in accelerations[k]]
+        point.time_from_start.sec, point.time_from_start.nanosec = divmod(
+            int(round(t * 1e9)), 10**9)
+        msg.points.append(point)
+    return msg

@@ -12,9 +12,9 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
-from robot_dynamics.nodes.joint_states import state_qos
+from robot_dynamics.nodes.joint_states import state_qos, trajectory_message
 from robot_dynamics.tools.excite import Refused, approach
 
 LEAD = 0.5      # s between sending a trajectory and its start, on the joint states' clock
@@ -50,16 +50,9 @@ class Exciter(Node):
 
     def send(self, trajectory, start):
         """Publish a core JointTrajectory's knots, starting at ``start`` on the states' clock."""
-        msg = JointTrajectory(joint_names=self.joints)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(round(start * 1e9)), 10**9)
-        for t, q, v, a in zip(trajectory.times, trajectory.positions, trajectory.velocities,
-                              trajectory.accelerations):
-            point = JointTrajectoryPoint(positions=list(q), velocities=list(v),
-                                         accelerations=list(a))
-            point.time_from_start.sec, point.time_from_start.nanosec = divmod(
-                int(round(t * 1e9)), 10**9)
-            msg.points.append(point)
-        self.publisher.publish(msg)
+        self.publisher.publish(trajectory_message(
+            self.joints, start, trajectory.times, trajectory.positions, trajectory.velocities,
+            trajectory.accelerations))
 
 
 def spin_until(executor, condition, timeout, what):

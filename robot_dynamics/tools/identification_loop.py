@@ -36,11 +36,11 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup, run
-from robot_dynamics.nodes.joint_states import state_qos
+from robot_dynamics.nodes.joint_states import state_qos, trajectory_message
 
 STEP, PUSH, DRIFT = 0.15, 15.0, 5.0   # rad, N, s
 KNOT = 0.02
@@ -107,16 +107,9 @@ class Probe(Node):
     def send(self, times, q, v=None, a=None, lead=0.5):
         """A trajectory through (times, q[, v, a]) starting ``lead`` s from now; its start."""
         start = self.now() + lead
-        msg = JointTrajectory(joint_names=self.joints)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(round(start * 1e9)), 10**9)
         zeros = np.zeros_like(q)
-        for t, p, dp, ddp in zip(times, q, zeros if v is None else v, zeros if a is None else a):
-            point = JointTrajectoryPoint(positions=list(p), velocities=list(dp),
-                                         accelerations=list(ddp))
-            point.time_from_start.sec, point.time_from_start.nanosec = divmod(
-                int(round(t * 1e9)), 10**9)
-            msg.points.append(point)
-        self.trajectory.publish(msg)
+        self.trajectory.publish(trajectory_message(
+            self.joints, start, times, q, zeros if v is None else v, zeros if a is None else a))
         return start
 
     def push(self, force_z):
@@ -177,22 +170,11 @@ def tracking(probe, model, q0):
     return float(np.sqrt(np.mean((q - test.sample_many(t - start)[0]) ** 2)))
 
 
-def flatten(values, prefix=''):
-    """Nested YAML parameters as ROS names: {'friction': {'viscous': x}} -> friction.viscous."""
-    flat = {}
-    for key, value in values.items():
-        if isinstance(value, dict):
-            flat.update(flatten(value, f'{prefix}{key}.'))
-        else:
-            flat[f'{prefix}{key}'] = value
-    return flat
-
-
 def load_fit(probe, path):
     """Set the fitted model terms of ``path`` (fit_dynamics' YAML) on both nodes."""
     document = bringup.load_config(path)
     for node in NODES:
-        values = flatten(document[node]['ros__parameters'])
+        values = bringup.flatten(document[node]['ros__parameters'])
         probe.set_parameters(node, {k: v for k, v in values.items() if k in (
             'inertial_parameters', 'armature', 'payload.mass', 'payload.com', 'payload.inertia')
             or k.startswith('friction.')})
