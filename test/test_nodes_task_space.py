@@ -38,7 +38,7 @@ STIFFNESS = {'panda': np.array([1000.0, 1000.0, 1000.0, 50.0, 50.0, 50.0]),
              'ur5e': np.array([1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0])}
 PUSH = 10.0          # N
 ELBOW = {'panda': 'panda_link4', 'ur5e': 'forearm_link'}
-CASES = [('panda', 'internal'), ('ur5e', 'mujoco')]
+CASES = [('panda', 'mujoco'), ('ur5e', 'internal')]
 
 
 def window(recorder, since, until=np.inf):
