@@ -286,6 +286,7 @@ class DynamicsController(ArmNode):
         self.config.profile.command(q, zero)
         task_space.warm_up(self.arm.model)
         contact_safety.warm_up(self.config.safety)
+        speed_limiter.warm_up(self.config.pfl, self.arm.model)
 
     def configure_detection(self, safety):
         """The observer and detector for ``collision.*`` (observer None when off)."""

@@ -23,6 +23,7 @@ An engineering aid computing the standard's formula with the arm's reflected mas
 certified safety function (a cell still needs the robot's safety controller and a risk
 assessment).
 """
+import copy
 import dataclasses
 
 import numpy as np
@@ -120,6 +121,20 @@ def configure(values, model):
         raise ConfigError(f'pfl: {error}') from None
     return LimiterConfig(values['pfl.enable'], scaling, monitor, values['pfl.marker_rate'],
                          values['pfl.marker_scale'])
+
+
+def warm_up(config, model):
+    """Run the PFL computations once, enabled or not (pfl.enable may change at run time).
+
+    numba compiles or loads their kernels here, before 'ready': compiled at the first scaled
+    state instead, mid-motion on a cold cache, they stalled the controller for seconds.
+    """
+    q, v = model.neutral_position, np.full(model.nv, 0.1)
+    scaling = copy.deepcopy(config.scaling)   # the configured one keeps its state
+    scaling.update(q, v, 1e-3)
+    point = scaling.contact_points[0]
+    rd.frame_pose(model, q, point.frame)
+    pfl.point_mobility(model, q, point.frame, point.offset)
 
 
 class SpeedLimiter:
