@@ -206,7 +206,14 @@ def test_payload_topic_sets_the_payload_of_controller_and_estimator(arm):
 
 
 def track(arm, offset):
-    """Out to q + offset and back in 2 s: (RMS tracking error, RMS |τ_ext| estimate)."""
+    """Out to q + offset and back in 2 s: (RMS tracking error, RMS |τ_ext| estimate).
+
+    An empty trajectory first makes the controller hold where the arm stands: with friction
+    unknown it may stand more than START_TOLERANCE from its reference, and a first point at
+    time 0 there would be rejected as a step.
+    """
+    arm.trajectory.publish(JointTrajectory(joint_names=JOINTS))
+    arm.wait(0.05)
     arm.wait_still()
     q0 = arm.position()
     waypoints, times = np.array([q0, q0 + offset, q0]), np.array([0.0, 1.0, 2.0])
