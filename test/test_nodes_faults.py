@@ -24,7 +24,7 @@ from test_nodes_fuzz import CONFIG, JOINTS, POSE, TIMEOUT, URDF, Harness, joint_
 
 MODEL = rd.load_urdf(URDF, 'panda_link0', 'panda_hand_tcp')
 RATE = 1000.0   # N m/s, the documented default of max_effort_rate
-STAMP_ROUNDING = 5e-7   # s: two float stamps of this harness (about 1.8e9 s, ULP 2.4e-7) differ by this
+STAMP_ROUNDING = 5e-7   # s: two float stamps near 1.8e9 s (ULP 2.4e-7) differ by this much
 STRETCHED = np.zeros(7)   # panda at q = 0: links 1-4 aligned, a singular pose
 
 
