@@ -229,6 +229,8 @@ class SimulatedArm:
             time.sleep(0.01)
 
     def force(self, since):
+        """Estimated forces stamped from ``since`` on (waiting for the probe, which may lag)."""
+        self.wrenches.wait_for_stamp(since + 0.05, timeout=20.0)
         w = [m.wrench.force for m in list(self.wrenches.messages) if stamp_of(m) >= since]
         assert w, f'{self.namespace}: no wrench estimate since {since}'
         return np.array([[f.x, f.y, f.z] for f in w])
