@@ -6,6 +6,7 @@ spinning in a background thread. ``session().launch(specs)`` starts nodes exactl
 does (one process each, logs in files); the probe records topics and calls parameter services.
 """
 import atexit
+import bisect
 import os
 import pathlib
 import re
@@ -34,6 +35,13 @@ _session = None
 def stamp_of(msg):
     """A stamped message's header stamp, s."""
     return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
+
+
+def window(recorder, since, until=float('inf')):
+    """The recorded messages stamped in [since, until] (bisected: they arrive in order)."""
+    messages = list(recorder.messages)
+    first = bisect.bisect_left(messages, since, key=stamp_of)
+    return messages[first:bisect.bisect_right(messages, until, key=stamp_of)]
 
 
 def to_time(t):

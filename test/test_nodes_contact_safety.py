@@ -22,7 +22,6 @@ trajectory's peak speed, Pinocchio for the tip position, the applied wrench; the
 from the wrench estimator's rise (``Arm.push_onset``).
 About 45 s per engine on an idle machine (the tests wait for simulated time).
 """
-import bisect
 import time
 
 import numpy as np
@@ -39,7 +38,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.contact_safety import EVENT_QOS
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
+from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time, window
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
@@ -56,12 +55,6 @@ STRAIGHT = Q0.copy()
 STRAIGHT[1] = 0.0                       # joint 2 at 0: where the issue's trajectory starts
 DETECTION = {'collision.enable': True}
 OBSERVER_GAIN = CONFIG['wrench_estimator']['ros__parameters']['observer_gain'][0]   # 1/s
-
-
-def window(recorder, since, until=np.inf):
-    messages = list(recorder.messages)
-    first = bisect.bisect_left(messages, since, key=stamp_of)
-    return messages[first:bisect.bisect_right(messages, until, key=stamp_of)]
 
 
 class Arm:

@@ -16,7 +16,6 @@ About 80 s for both arms on an idle 2-core machine (the tests wait for simulated
 on a loaded one). References: the poses of config/<robot>.yaml, scipy's clamped cubic spline,
 the applied wrenches, m g for the payload, 1/observer_gain for the rise.
 """
-import bisect
 import time
 
 import numpy as np
@@ -29,7 +28,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics import bringup
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
+from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time, window
 
 DRIFT_WINDOW = 5.0   # s
 # waypoint offsets from the initial pose, 1 s apart; the last one is the second pose
@@ -46,13 +45,6 @@ WRENCHES = [((0.0, 0.0, 0.0, 6.0, -8.0, 12.0), 'base'),
 SIMULATOR = {'engine': 'mujoco', 'command_wait': 0.1}
 PAYLOAD_MASS = 1.0   # kg, at the tip origin
 G = 9.81
-
-
-def window(recorder, since, until=np.inf):
-    """The recorded messages stamped in [since, until] (bisected: they arrive in order)."""
-    messages = list(recorder.messages)
-    first = bisect.bisect_left(messages, since, key=stamp_of)
-    return messages[first:bisect.bisect_right(messages, until, key=stamp_of)]
 
 
 class Arm:

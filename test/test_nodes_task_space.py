@@ -17,7 +17,6 @@ kinematics, checked against Pinocchio in test_kinematics); the references are th
 over the stiffness parameter, the start pose and the target. About 30 s per bring-up on an idle
 machine (the tests wait for simulated time, so more on a loaded one).
 """
-import bisect
 import time
 
 import numpy as np
@@ -30,7 +29,7 @@ from sensor_msgs.msg import JointState
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.core.algorithms.operational_space import pose_error
-from ros_harness import BEST_EFFORT, session, stamp_of
+from ros_harness import BEST_EFFORT, session, stamp_of, window
 
 # N/m, N m/rad. The UR5e's wrist_3 (3e-4 kg m², no armature in the URDF) under 50 N m/rad would
 # ring at sqrt(k / Λ) = 441 rad/s, unstable at 1 kHz once the loop lags two steps (README)
@@ -39,13 +38,6 @@ STIFFNESS = {'panda': np.array([1000.0, 1000.0, 1000.0, 50.0, 50.0, 50.0]),
 PUSH = 10.0          # N
 ELBOW = {'panda': 'panda_link4', 'ur5e': 'forearm_link'}
 CASES = [('panda', 'mujoco'), ('ur5e', 'internal')]
-
-
-def window(recorder, since, until=np.inf):
-    """The recorded messages stamped in [since, until] (bisected: they arrive in order)."""
-    messages = list(recorder.messages)
-    first = bisect.bisect_left(messages, since, key=stamp_of)
-    return messages[first:bisect.bisect_right(messages, until, key=stamp_of)]
 
 
 class Arm:
