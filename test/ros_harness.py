@@ -15,6 +15,7 @@ import tempfile
 import threading
 import time
 
+import numpy as np
 import rclpy
 from builtin_interfaces.msg import Duration, Time
 from rcl_interfaces.msg import Parameter as ParameterMsg
@@ -196,6 +197,43 @@ class Recorder:
                 lambda: self.messages and stamp_of(self.messages[-1]) >= t, timeout), \
                 f'no message stamped after {t}'
             return self.messages[-1]
+
+
+class ArmView:
+    """A test's view of one simulated arm: ``self.states`` records its joint_states.
+
+    The arm's clock is the newest state's stamp (a simulator may run slower than real time,
+    so tests wait on it, never on the wall clock). ``self.launch``, when set, gives the logs
+    a failure shows.
+    """
+
+    states = launch = None
+
+    def now(self):
+        """Stamp of the newest joint state: the simulated arm's clock."""
+        return stamp_of(self.states.last(timeout=30.0))
+
+    def wait_until(self, t, timeout=60.0):
+        """Until a state stamped ``t`` or later has been recorded."""
+        deadline = time.monotonic() + timeout
+        while self.now() < t:
+            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.logs()}'
+            time.sleep(0.01)
+
+    def wait(self, seconds, timeout=60.0):
+        """Until the arm's clock has advanced by ``seconds``."""
+        self.wait_until(self.now() + seconds, timeout)
+
+    def logs(self):
+        return self.launch.logs() if self.launch is not None else ''
+
+    def joint_arrays(self, joints, since, until=float('inf'), fields=('position',)):
+        """States stamped in [since, until]: (stamps, one (k, len(joints)) array per field)."""
+        picked = window(self.states, since, until)
+        assert picked, f'no joint states in [{since}, {until}]'
+        index = [list(picked[0].name).index(j) for j in joints]
+        return (np.array([stamp_of(m) for m in picked]),
+                *(np.array([np.asarray(getattr(m, f))[index] for m in picked]) for f in fields))
 
 
 class Probe(Node):

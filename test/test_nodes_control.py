@@ -10,7 +10,6 @@ loaded machine: the simulated time is what the tests wait for).
 References are independent of the nodes: the initial pose from config/panda.yaml, scipy's
 clamped cubic spline through the waypoints, the applied wrench.
 """
-import time
 
 import numpy as np
 import pytest
@@ -20,13 +19,14 @@ from scipy.interpolate import CubicSpline
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
+from robot_dynamics.nodes.joint_states import trajectory_message
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
 
 CLASSES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,
            'wrench_estimator': WrenchEstimator}
@@ -35,7 +35,7 @@ Q0 = np.array(CONFIG['arm_simulator']['ros__parameters']['initial_position'])
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
 
 
-class Arm:
+class Arm(ArmView):
     """The running bring-up and what the probe records from it."""
 
     def __init__(self, ros):
@@ -47,26 +47,9 @@ class Arm:
         self.specs = bringup.nodes('simulated_arm', robot='panda')
         self.launch = ros.launch(self.specs)
 
-    def now(self):
-        """Stamp of the newest joint state: the simulated arm's clock."""
-        return stamp_of(self.states.last())
-
-    def wait(self, seconds, timeout=20.0):
-        """Until the arm's clock has advanced by ``seconds``."""
-        end = self.now() + seconds
-        deadline = time.monotonic() + timeout
-        while self.now() < end:
-            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.launch.logs()}'
-            time.sleep(0.01)
-
     def positions(self, since=-np.inf, until=np.inf):
         """(stamps, q (k, 7) in JOINTS order) of the recorded states in [since, until]."""
-        picked = [(stamp_of(m), m) for m in list(self.states.messages)]
-        picked = [(t, m) for t, m in picked if since <= t <= until]
-        assert picked, 'no joint states in the window'
-        index = [list(picked[0][1].name).index(j) for j in JOINTS]
-        return (np.array([t for t, _ in picked]),
-                np.array([np.asarray(m.position)[index] for _, m in picked]))
+        return self.joint_arrays(JOINTS, since, until)
 
 
 @pytest.fixture(scope='module')
@@ -114,10 +97,7 @@ def test_computed_torque_tracks_a_trajectory(arm):
     times = np.arange(len(offsets), dtype=float)
     waypoints = q_now + offsets
     start = arm.now() + 0.5   # the probe sees states up to 0.1 s late
-    msg = JointTrajectory(joint_names=JOINTS)
-    msg.header.stamp = to_time(start)
-    msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t))
-                  for p, t in zip(waypoints, times)]
+    msg = trajectory_message(JOINTS, start, times, waypoints)
     publisher = arm.probe.create_publisher(JointTrajectory,
                                            '/dynamics_controller/joint_trajectory', 10)
     arm.probe.wait_for_subscribers(publisher)

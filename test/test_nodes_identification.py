@@ -23,13 +23,14 @@ from scipy.interpolate import CubicSpline
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
+from robot_dynamics.nodes.joint_states import trajectory_message
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
@@ -43,7 +44,7 @@ UNKNOWN = {name: [0.0] * 7 for name in FRICTION}
 SAMPLES = 2000   # payload_identification.samples (the default): 2 s still at 1 kHz
 
 
-class Arm:
+class Arm(ArmView):
     """The running bring-up and what the probe records from it."""
 
     def __init__(self, ros):
@@ -60,18 +61,6 @@ class Arm:
                      'dynamics_controller': FRICTION}
         self.launch = ros.launch(bringup.nodes('simulated_arm', robot='panda',
                                                mode='computed_torque', overrides=overrides))
-
-    def now(self):
-        """Stamp of the newest joint state: the simulated arm's clock."""
-        return stamp_of(self.states.last())
-
-    def wait(self, seconds, timeout=30.0):
-        """Until the arm's clock has advanced by ``seconds``."""
-        end = self.now() + seconds
-        deadline = time.monotonic() + timeout
-        while self.now() < end:
-            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.launch.logs()}'
-            time.sleep(0.01)
 
     def wait_still(self, speed=2e-3, timeout=30.0):
         """Until the newest joint state has every |q̇| below ``speed``."""
@@ -100,11 +89,7 @@ class Arm:
     def move(self, waypoints, times):
         """Send a trajectory (positions only) starting 0.3 s from now; returns its start."""
         start = self.now() + 0.3
-        msg = JointTrajectory(joint_names=JOINTS)
-        msg.header.stamp = to_time(start)
-        msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t))
-                      for p, t in zip(waypoints, times)]
-        self.trajectory.publish(msg)
+        self.trajectory.publish(trajectory_message(JOINTS, start, times, waypoints))
         return start
 
     def identify(self, apply):

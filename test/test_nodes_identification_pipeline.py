@@ -20,13 +20,13 @@ import pytest
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.tools import fit
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
-from test_nodes_mujoco import window
+from robot_dynamics.nodes.joint_states import trajectory_message
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 from test_tools_ros import Recorder
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
@@ -52,7 +52,7 @@ def wrong_urdf(seed=3):
     return ET.tostring(root, encoding='unicode')
 
 
-class Arm:
+class Arm(ArmView):
     """The bring-up with the wrong model in the nodes, and the probe's recordings."""
 
     def __init__(self, ros, wrong):
@@ -70,9 +70,6 @@ class Arm:
                 'arm_simulator': {'engine': 'mujoco', 'command_wait': 0.1, **HIDDEN},
                 'dynamics_controller': nodes, 'wrench_estimator': nodes}))
 
-    def now(self):
-        return stamp_of(self.states.last())
-
     def wait_until(self, t, timeout=120.0):
         self.states.wait_for_stamp(t, timeout)
 
@@ -81,12 +78,7 @@ class Arm:
         times = np.arange(0.0, trajectory.duration + KNOT / 2, KNOT)
         q, v, a = trajectory.sample_many(times)
         start = self.now() + 0.5
-        msg = JointTrajectory(joint_names=JOINTS)
-        msg.header.stamp = to_time(start)
-        msg.points = [JointTrajectoryPoint(positions=list(p), velocities=list(dp),
-                                           accelerations=list(ddp), time_from_start=to_duration(t))
-                      for t, p, dp, ddp in zip(times, q, v, a)]
-        self.trajectory.publish(msg)
+        self.trajectory.publish(trajectory_message(JOINTS, start, times, q, v, a))
         return start
 
     def run(self, trajectory):

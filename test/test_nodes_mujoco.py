@@ -25,10 +25,11 @@ from scipy.interpolate import CubicSpline
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time, window
+from robot_dynamics.nodes.joint_states import trajectory_message
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 
 DRIFT_WINDOW = 5.0   # s
 # waypoint offsets from the initial pose, 1 s apart; the last one is the second pose
@@ -47,7 +48,7 @@ PAYLOAD_MASS = 1.0   # kg, at the tip origin
 G = 9.81
 
 
-class Arm:
+class Arm(ArmView):
     """One robot's bring-up on MuJoCo and the probe's view of it."""
 
     def __init__(self, ros, robot):
@@ -72,21 +73,8 @@ class Arm:
         self.probe.remove_publishers(self.trajectory, self.wrench)
         return codes
 
-    def now(self):
-        return stamp_of(self.states.last())
-
-    def wait_until(self, t, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while self.now() < t:
-            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.launch.logs()}'
-            time.sleep(0.01)
-
     def positions(self, since, until=np.inf):
-        picked = window(self.states, since, until)
-        assert picked, 'no joint states in the window'
-        index = [list(picked[0].name).index(j) for j in self.joints]
-        return (np.array([stamp_of(m) for m in picked]),
-                np.array([np.asarray(m.position)[index] for m in picked]))
+        return self.joint_arrays(self.joints, since, until)
 
     def set_mode(self, mode):
         result = self.probe.set_parameters('dynamics_controller', {'mode': mode})[0]
@@ -113,11 +101,7 @@ class Arm:
         """Send a trajectory through waypoints; (RMS, max) error against the clamped spline."""
         times = spacing * np.arange(len(waypoints))
         start = self.now() + 0.5   # the probe's clock may lag the arm's by ~0.1 s
-        msg = JointTrajectory(joint_names=self.joints)
-        msg.header.stamp = to_time(start)
-        msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t))
-                      for p, t in zip(waypoints, times)]
-        self.trajectory.publish(msg)
+        self.trajectory.publish(trajectory_message(self.joints, start, times, waypoints))
         end = start + times[-1] + 0.3
         self.wait_until(end + 0.05)
         t, q = self.positions(start, end)

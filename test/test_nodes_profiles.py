@@ -23,7 +23,7 @@ from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.parameters import ConfigError
 from robot_dynamics.nodes.profiles import profile
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from ros_harness import BEST_EFFORT, session, stamp_of, to_time
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_time
 
 CLASSES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,
            'wrench_estimator': WrenchEstimator}
@@ -202,7 +202,7 @@ def test_fake_fr3_commands_exclude_gravity_and_ur_currents_give_no_phantom_force
 
 # -- two simulated arms, two namespaces, two profiles, closed loop -----------------------------
 
-class SimulatedArm:
+class SimulatedArm(ArmView):
     """One arm's bring-up specs and what the probe records of it."""
 
     def __init__(self, probe, namespace, specs, joints):
@@ -215,18 +215,7 @@ class SimulatedArm:
         return self.states, self.commands, self.wrenches
 
     def positions(self, since):
-        msgs = [m for m in list(self.states.messages) if stamp_of(m) >= since]
-        index = [list(msgs[0].name).index(j) for j in self.joints]
-        return np.array([np.asarray(m.position)[index] for m in msgs])
-
-    def now(self):
-        return stamp_of(self.states.last())
-
-    def wait(self, seconds, timeout=30.0):
-        end, deadline = self.now() + seconds, time.monotonic() + timeout
-        while self.now() < end:
-            assert time.monotonic() < deadline, f'{self.namespace}: the simulated arm is stuck'
-            time.sleep(0.01)
+        return self.joint_arrays(self.joints, since)[1]
 
     def force(self, since):
         """Estimated forces stamped from ``since`` on (waiting for the probe, which may lag)."""
