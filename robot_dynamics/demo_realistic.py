@@ -140,7 +140,7 @@ def tracking(arm, model, profile, engine, options):
 
 
 def figures(arm, model, profile, engine, options):
-    """The scene's figures (module docstring) for one model and option set, and the errors."""
+    """The scene's figures for one model and option set (module docstring); the tracking error."""
     moved, gc_chatter = drift(arm, model, profile, engine, options)
     steady_rms, steady_max, ct_chatter = step(arm, model, profile, engine, options)
     t, error = tracking(arm, model, profile, engine, options)
