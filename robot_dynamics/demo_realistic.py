@@ -20,8 +20,9 @@ closes the loop there; with the ±10 % links it needs the consistent link fit) a
 
 Figures (``figures``): gravity-compensation drift over 5 s and the torque chatter (``chatter``:
 RMS of the command's change per cycle) there; computed torque's steady error 2–3 s after a
-0.15 rad step of every joint (RMS, max) and its chatter there; tracking RMS along a 3 s test
-excitation (seed 7).
+0.15 rad step of every joint (RMS, max) and its chatter there; the wrench estimate (momentum
+observer, gain 50/s, on the controller's model) there, its bias, and its error 1–2 s into a
+15 N push down at the tip; tracking RMS along a 3 s test excitation (seed 7).
 """
 import argparse
 import dataclasses
@@ -33,11 +34,12 @@ import yaml
 
 import robot_dynamics as rd
 from robot_dynamics.core.control import ComputedTorque, GravityCompensation, VelocityFilter
+from robot_dynamics.core.observers import MomentumObserver
 from robot_dynamics.core.trajectory import JointTrajectory
 from robot_dynamics.simulation import plant
 from robot_dynamics.simulation.closed_loop import realistic_plant
 
-STEP, DRIFT, DT = 0.15, 5.0, 1e-3   # rad, s, s
+STEP, DRIFT, DT, PUSH = 0.15, 5.0, 1e-3, 15.0   # rad, s, s, N
 EXACT_LINKS = {**plant.REALISTIC, 'plant.mass_error': 0.0, 'plant.com_error': 0.0}
 INTEGRAL = dict(ki=500.0)
 FRICTION = dict(friction_compensation=True, friction_deadband=0.01)
@@ -108,14 +110,37 @@ def chatter(tau):
 
 
 def step(arm, model, profile, engine, options):
-    """(RMS, max, chatter) 2–3 s after a 0.15 rad step of every joint, reached in 1 s."""
+    """Computed torque holding a 0.15 rad step of every joint (reached in 1 s), then pushed.
+
+    Returns {step_steady_rms_rad, step_steady_max_rad, step_chatter_nm} 2–3 s after the step,
+    and the wrench estimate (``estimated_forces`` on ``model``) there: |F| (wrench_bias_n) and,
+    1–2 s into a PUSH N push down at the tip, |F − F_push| (push_error_n).
+    """
     laws = controller(model, arm, **options)
     reference = JointTrajectory([0.0, 1.0], [arm.q0, arm.q0 + STEP])
-    t, q, _, _, tau = new_loop(arm, profile, engine).run(
-        filtered(laws, lambda t, q, v: laws[1](q, v, *reference.sample(t), t=t)), 4.0)
-    error = q[t >= 3.0] - (arm.q0 + STEP)
-    return (float(np.sqrt(np.mean(error ** 2))), float(np.abs(error).max()),
-            chatter(tau[t >= 3.0]))
+    law = filtered(laws, lambda t, q, v: laws[1](q, v, *reference.sample(t), t=t))
+    loop = new_loop(arm, profile, engine)
+    held = loop.run(law, 4.0)
+    pushed = loop.run(law, 2.0, wrench=(0.0, 0.0, 0.0, 0.0, 0.0, -PUSH))
+    t, q, v, effort, tau = (np.concatenate(x) for x in zip(held, pushed))
+    force = estimated_forces(model, arm.tip, t, q, v, effort)
+    steady, push = (t >= 3.0) & (t < 4.0), t >= 5.0
+    error = q[steady] - (arm.q0 + STEP)
+    return dict(step_steady_rms_rad=float(np.sqrt(np.mean(error ** 2))),
+                step_steady_max_rad=float(np.abs(error).max()),
+                step_chatter_nm=chatter(tau[steady]),
+                wrench_bias_n=float(np.linalg.norm(force[steady].mean(axis=0))),
+                push_error_n=float(np.linalg.norm(force[push].mean(axis=0) - [0, 0, -PUSH])))
+
+
+def estimated_forces(model, tip, t, q, v, effort, gain=50.0):
+    """The wrench_estimator's force at the tip (base axes) per sample: momentum observer, Jᵀ⁻¹."""
+    observer = MomentumObserver(model, gain)
+    forces = np.empty((len(t), 3))
+    for k in range(len(t)):
+        tau_ext = observer.update(q[k], v[k], effort[k], t[k] - t[k - 1] if k else 0.0)
+        forces[k] = observer.wrench(q[k], tau_ext, tip)[3:]
+    return forces
 
 
 def test_excitation(model, q0, period=3.0, seed=7):
@@ -142,10 +167,9 @@ def tracking(arm, model, profile, engine, options):
 def figures(arm, model, profile, engine, options):
     """The scene's figures for one model and option set (module docstring); the tracking error."""
     moved, gc_chatter = drift(arm, model, profile, engine, options)
-    steady_rms, steady_max, ct_chatter = step(arm, model, profile, engine, options)
+    held = step(arm, model, profile, engine, options)
     t, error = tracking(arm, model, profile, engine, options)
-    return dict(drift_rad=moved, drift_chatter_nm=gc_chatter, step_steady_rms_rad=steady_rms,
-                step_steady_max_rad=steady_max, step_chatter_nm=ct_chatter,
+    return dict(drift_rad=moved, drift_chatter_nm=gc_chatter, **held,
                 tracking_rms_rad=float(np.sqrt(np.mean(error ** 2)))), (t, error)
 
 
@@ -195,13 +219,14 @@ def plot(axes, runs, title):
 def table(runs):
     """The scene's rows: one per run."""
     lines = [f"  {'':30s} {'drift 5 s':>9s} {'chatter':>8s} {'step RMS':>9s} {'step max':>9s}"
-             f" {'chatter':>8s} {'tracking':>9s}",
+             f" {'chatter':>8s} {'tracking':>9s} {'bias':>6s} {'push':>6s}",
              f"  {'':30s} {'rad':>9s} {'N m':>8s} {'rad':>9s} {'rad':>9s} {'N m':>8s} "
-             f"{'RMS, rad':>9s}"]
+             f"{'RMS, rad':>9s} {'N':>6s} {'error':>6s}"]
     for name, (v, _) in runs.items():
         lines.append(f"  {name:30s} {v['drift_rad']:9.1e} {v['drift_chatter_nm']:8.1e} "
                      f"{v['step_steady_rms_rad']:9.1e} {v['step_steady_max_rad']:9.1e} "
-                     f"{v['step_chatter_nm']:8.1e} {v['tracking_rms_rad']:9.1e}")
+                     f"{v['step_chatter_nm']:8.1e} {v['tracking_rms_rad']:9.1e} "
+                     f"{v['wrench_bias_n']:6.3f} {v['push_error_n']:6.3f}")
     return '\n'.join(lines)
 
 
