@@ -1,7 +1,7 @@
 """MuJoCo's arm under our controller and wrench estimator, end to end, and what happened.
 
     python -m robot_dynamics.demo [--robot panda|ur5e] [--urdf PATH [--base LINK] [--tip LINK]]
-        [--out DIR] [--scene joint|cartesian]
+        [--out DIR] [--scene joint|cartesian|realistic] [--engine internal|mujoco]
 
 Starts the ``simulated_arm`` bring-up with the MuJoCo engine (arm_simulator engine=mujoco,
 dynamics_controller, wrench_estimator: one process each, loopback DDS, a domain of their own)
@@ -19,6 +19,8 @@ wrench over time) to DIR/<robot>_demo.png and the figures to DIR/<robot>_demo.ya
 (DIR: ./demo_results). ``--urdf``: any arm URDF with
 inertials; base and tip default to the root and the deepest leaf of the longest chain, the
 initial pose to the middle of the joint ranges, the gains to those of the shipped configs.
+``--scene realistic``: our control laws on ``plant.profile: realistic`` before and after
+identification, in one process (robot_dynamics.demo_realistic; ``--engine``, default internal).
 ``--scene cartesian``: the task-space modes instead (hold, push, release, target, a streamed
 circle; robot_dynamics.demo_cartesian).
 """
@@ -308,9 +310,12 @@ def arguments(argv):
     parser.add_argument('--base', help='base link (default: the URDF root)')
     parser.add_argument('--tip', help='tip link (default: the deepest leaf)')
     parser.add_argument('--out', default='demo_results', help='directory of the figure')
-    parser.add_argument('--scene', default='joint', choices=('joint', 'cartesian'),
+    parser.add_argument('--engine', default='internal', choices=('internal', 'mujoco'),
+                        help='the simulation engine of --scene realistic')
+    parser.add_argument('--scene', default='joint', choices=('joint', 'cartesian', 'realistic'),
                         help='joint: the scenario above; cartesian: the task-space modes '
-                             '(robot_dynamics.demo_cartesian)')
+                             '(robot_dynamics.demo_cartesian); realistic: the realistic plant '
+                             'before and after identification (robot_dynamics.demo_realistic)')
     return parser.parse_args(argv)
 
 
@@ -355,6 +360,12 @@ def session(args, name, observer_class=None, controller=None):
 def main(argv=None):
     args = arguments(argv)
     name = pathlib.Path(args.urdf).stem if args.urdf else args.robot
+    if args.scene == 'realistic':
+        if args.urdf:
+            raise SystemExit('--scene realistic runs a shipped --robot (its config gives q0 and '
+                             'the gains)')
+        from robot_dynamics import demo_realistic
+        return demo_realistic.main(args, name)
     if args.scene == 'cartesian':
         from robot_dynamics import demo_cartesian
         return demo_cartesian.main(args, name)

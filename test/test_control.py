@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, clamp_effort,
-                                         position_error, unwrap_positions)
+from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, VelocityFilter,
+                                         clamp_effort, deadband_weight, position_error,
+                                         unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
 PANDA = rd.load_urdf(rd.robot_urdf("panda"), base="panda_link0", tip="panda_hand")
@@ -217,3 +218,127 @@ def test_computed_torque_tracks_a_continuous_joint_across_pi():
     ts, qs, _ = simulate(model, torque, r0 - e0, v_d, 1.0)
     e = np.outer((1 + 20 * ts) * np.exp(-20 * ts), e0)
     np.testing.assert_allclose(qs, r0 + np.outer(ts, v_d) - e, atol=1e-7)
+
+
+D = np.array([3.0, -4.0, 2.0, 2.5, -0.5, 0.4, -0.3])   # N m: a torque the model misses
+
+
+def hold_against_disturbance(ct, t_end=2.5):
+    """The exact Panda holding Q_PANDA + 0.05 with τ − D applied; (ts, q, v, M z per call)."""
+    q_d, zero, torques = Q_PANDA + 0.05, np.zeros(7), []
+
+    def law(t, q, v):
+        tau = ct(q, v, q_d, zero, zero, t=t)
+        torques.append(rd.mass_matrix(PANDA, q) @ ct.integral)
+        return tau - D
+
+    ts, q, v = simulate(PANDA, law, q_d, zero, t_end)
+    return q_d, q, v, np.array(torques)
+
+
+def test_without_integral_a_missed_torque_leaves_the_steady_error_of_the_closed_form():
+    """At rest M (K_p e) = D: e = K_p⁻¹ M⁻¹ D; K_I = 0 (the default) changes nothing."""
+    ct = ComputedTorque(PANDA, kp=400.0, kd=40.0)
+    q_d, q, v, _ = hold_against_disturbance(ct)
+    assert np.abs(v[-1]).max() < 1e-6
+    np.testing.assert_allclose(q_d - q[-1], np.linalg.solve(rd.mass_matrix(PANDA, q[-1]), D) / 400,
+                               rtol=1e-4)
+
+
+def test_integral_term_drives_the_steady_error_to_zero_and_its_torque_to_the_disturbance():
+    """e⃛ + K_d ë + K_p ė + K_I e = 0 (K_I < K_p K_d): e → 0 and τ_I = M z → D."""
+    ct = ComputedTorque(PANDA, kp=400.0, kd=40.0, ki=1500.0)
+    q_d, q, v, torques = hold_against_disturbance(ct)
+    e_without = np.linalg.solve(rd.mass_matrix(PANDA, q[-1]), D) / 400
+    assert np.abs(q_d - q[-1]).max() < 1e-4 * np.abs(e_without).max()
+    np.testing.assert_allclose(torques[-1], D, rtol=1e-4)
+
+
+def test_integral_torque_saturates_at_its_limit_and_the_balance_holds_there():
+    """|M z| ≤ limit at every call (anti-windup); at rest M (K_p e + z) = D on each joint."""
+    limit = 1.5   # below |D| on the first four joints
+    ct = ComputedTorque(PANDA, kp=400.0, kd=40.0, ki=1500.0, integral_limit=limit)
+    q_d, q, v, torques = hold_against_disturbance(ct)
+    assert np.abs(torques).max() <= limit * (1 + 1e-12)
+    assert np.abs(torques[-1]).max() == pytest.approx(limit, rel=1e-12)
+    assert np.abs(v[-1]).max() < 1e-5
+    M = rd.mass_matrix(PANDA, q[-1])
+    np.testing.assert_allclose(M @ (400 * (q_d - q[-1]) + ct.integral), D, rtol=1e-5, atol=1e-6)
+    assert np.abs(q_d - q[-1]).max() > 1e-3   # the saturated integral leaves an error
+
+
+def test_integral_integrates_only_over_time_and_resets():
+    ct = ComputedTorque(PANDA, kp=0.0, kd=0.0, ki=10.0)
+    q, zero = Q_PANDA, np.zeros(7)
+    e = np.full(7, 0.01)
+    ct(q, zero, q + e, zero, zero)            # no t: no integration
+    ct(q, zero, q + e, zero, zero, t=1.0)     # the first time: nothing before it
+    np.testing.assert_array_equal(ct.integral, 0.0)
+    ct(q, zero, q + e, zero, zero, t=1.002)
+    np.testing.assert_allclose(ct.integral, 10.0 * 0.01 * 0.002, rtol=1e-12)
+    ct(q, zero, q + e, zero, zero, t=5.0)      # a gap counts as MAX_INTEGRATION_STEP
+    np.testing.assert_allclose(ct.integral, 10.0 * 0.01 * (0.002 + ct.MAX_INTEGRATION_STEP))
+    tau = ct(q, zero, q, zero, zero, t=4.0)    # back in time: no step, z stays
+    np.testing.assert_allclose(tau, rd.mass_matrix(PANDA, q) @ ct.integral + rd.gravity(PANDA, q))
+    ct.reset()
+    np.testing.assert_array_equal(ct.integral, 0.0)
+    with pytest.raises(ValueError, match="ki must be >= 0"):
+        ComputedTorque(PANDA, 1.0, 1.0, ki=-1.0)
+    with pytest.raises(ValueError, match="integral_limit must be >= 0"):
+        ComputedTorque(PANDA, 1.0, 1.0, ki=1.0, integral_limit=-np.ones(7))
+
+
+def test_friction_deadband_takes_coulomb_compensation_away_smoothly_below_it():
+    """τ = g + f_v q̇ + w(q̇) f_c tanh(q̇/ε), w: 0 up to v_d, smoothstep to 1 at 2 v_d."""
+    model, vd = PANDA_WITH_JOINT_TERMS, 0.02
+    gc = GravityCompensation(model, friction_compensation=True, friction_deadband=vd)
+    speeds = np.array([0.0, 0.5 * vd, vd, 1.5 * vd, 2 * vd, 3 * vd, -1.5 * vd])
+    w = np.array([0.0, 0.0, 0.0, 0.5, 1.0, 1.0, 0.5])
+    v = speeds
+    expected = rd.gravity(model, Q_PANDA) + JOINT_TERMS["viscous"] * v + \
+        w * JOINT_TERMS["coulomb"] * np.tanh(v / JOINT_TERMS["coulomb_velocity"])
+    np.testing.assert_allclose(gc(Q_PANDA, v), expected, atol=1e-12)
+    x = np.linspace(-3 * vd, 3 * vd, 6001)
+    weight = deadband_weight(x, vd)
+    slope = np.diff(weight) / np.diff(x)
+    assert np.abs(np.diff(slope)).max() < 1e-2 * np.abs(slope).max()   # C¹: no jump in slope
+    assert weight.min() == 0.0 and weight.max() == 1.0
+    np.testing.assert_array_equal(deadband_weight(x, 0.0), 1.0)
+    np.testing.assert_allclose(GravityCompensation(model, True)(Q_PANDA, v),
+                               rd.gravity(model, Q_PANDA) + rd.joint_friction(model, v))
+    with pytest.raises(ValueError, match="friction_deadband"):
+        GravityCompensation(model, True, friction_deadband=-1.0)
+
+
+def test_velocity_filter_has_the_closed_form_response_of_its_discretisation():
+    """At fixed Δt: H(e^{jωΔt}) = α / (1 − (1 − α) e^{−jωΔt}), α = 1 − e^{−2π f_c Δt}."""
+    dt, cutoff = 1e-3, 30.0
+    alpha = 1.0 - np.exp(-2 * np.pi * cutoff * dt)
+    t = np.arange(4000) * dt
+    for f in (1.0, 30.0, 200.0):
+        lowpass = VelocityFilter(cutoff)
+        lowpass(np.zeros(1), -dt)   # starts at rest
+        y = np.array([lowpass(np.array([np.exp(2j * np.pi * f * tk).real]), tk)[0]
+                      for tk in t])
+        H = alpha / (1.0 - (1.0 - alpha) * np.exp(-2j * np.pi * f * dt))
+        settled = t > 0.5   # transients gone: e^{−2π 30 · 0.5}
+        np.testing.assert_allclose(y[settled], (H * np.exp(2j * np.pi * f * t[settled])).real,
+                                   atol=1e-9)
+    noise = np.random.default_rng(0).normal(0.0, 1.0, 100000)
+    lowpass = VelocityFilter(cutoff)
+    out = np.array([lowpass(np.array([x]), k * dt)[0] for k, x in enumerate(noise)])
+    assert np.std(out[100:]) == pytest.approx(np.sqrt(alpha / (2 - alpha)), rel=0.02)
+
+
+def test_velocity_filter_is_exact_for_a_held_step_whatever_the_sample_gaps():
+    """ẏ = 2π f_c (1 − y) from y = 0: y(t) = 1 − e^{−2π f_c t} at every stamp, irregular or not."""
+    lowpass, cutoff = VelocityFilter(10.0), 10.0
+    lowpass(np.zeros(2), 0.0)
+    stamps = np.cumsum(np.random.default_rng(1).uniform(1e-4, 5e-3, 200))
+    y = np.array([lowpass(np.ones(2), t) for t in stamps])
+    np.testing.assert_allclose(y, (1 - np.exp(-2 * np.pi * cutoff * stamps))[:, None] * [1, 1],
+                               rtol=1e-12)
+    lowpass.reset()
+    np.testing.assert_array_equal(lowpass(np.full(2, 3.0), 9.0), 3.0)   # first after reset
+    with pytest.raises(ValueError, match="cutoff"):
+        VelocityFilter(0.0)

@@ -112,6 +112,9 @@ GAINS = st.lists(st.sampled_from([0.0, 1.0, 400.0, 1e6, 1e300, -1.0, math.nan, m
 PARAMETERS = st.one_of(
     st.tuples(st.just('mode'), st.sampled_from(['gravity_compensation', 'computed_torque', 'x'])),
     st.tuples(st.just('kp'), GAINS), st.tuples(st.just('kd'), GAINS),
+    st.tuples(st.sampled_from(['ki', 'integral_limit']), GAINS),
+    st.tuples(st.sampled_from(['friction_deadband', 'velocity_filter_cutoff']),
+              st.sampled_from([-1.0, 0.0, 0.01, 50.0, 1e300, math.nan, math.inf])),
     st.tuples(st.just('effort_limits'),
               st.lists(st.sampled_from([-1.0, 0.0, 0.5, 5.0, 1e300, math.nan]), max_size=8)),
     st.tuples(st.just('max_effort_rate'), st.sampled_from([-1.0, 0.0, 1e-3, 10.0, 1e12, 1e300,

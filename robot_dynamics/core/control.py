@@ -5,7 +5,8 @@ armature and τ_f their friction (model.py).
 """
 import numpy as np
 
-from .algorithms.friction import joint_friction
+from .algorithms.crba import mass_matrix
+from .algorithms.friction import joint_friction, smooth_sign
 from .algorithms.rnea import gravity, rnea
 from .arguments import joint_vector
 from .model import Data
@@ -52,17 +53,36 @@ def unwrap_positions(model, q_start, points):
     return unwrapped
 
 
+def deadband_weight(v, deadband):
+    """w(q̇): 0 for |q̇| ≤ v_d, 1 for |q̇| ≥ 2 v_d, the smoothstep 3x² − 2x³ between.
+
+    x = |q̇| / v_d − 1; w is C¹. v_d = 0 gives w = 1 everywhere (no deadband).
+    """
+    if deadband <= 0.0:
+        return np.ones_like(v)
+    x = np.clip(np.abs(v) / deadband - 1.0, 0.0, 1.0)
+    return x * x * (3.0 - 2.0 * x)
+
+
 class GravityCompensation:
     """τ = g(q): holds the arm still in any pose (a payload rides on the model: rd.with_payload).
 
     With ``friction_compensation``, τ = g(q) + τ_f(q̇) when q̇ is given: the model's joint
     friction is cancelled too, so that a hand guiding the arm feels its rigid-body inertia only
     (light, but then nothing damps the arm: it coasts). Off by default.
+
+    ``friction_deadband`` v_d (rad/s, m/s; 0: none): the Coulomb part is compensated with the
+    weight w(q̇) of ``deadband_weight``, τ = g(q) + f_v q̇ + w(q̇) f_c tanh(q̇ / ε): at rest,
+    where a measured q̇ is mostly noise, the smooth sign would turn that noise into torque
+    chatter of up to ±f_c; the viscous part, small at noise level, stays.
     """
 
-    def __init__(self, model, friction_compensation=False):
+    def __init__(self, model, friction_compensation=False, friction_deadband=0.0):
         self.model = model
         self.friction_compensation = bool(friction_compensation)
+        self.friction_deadband = float(friction_deadband)
+        if not (0.0 <= self.friction_deadband < np.inf):
+            raise ValueError(f'friction_deadband must be >= 0 and finite, got {friction_deadband}')
 
     @property
     def model(self):
@@ -76,22 +96,42 @@ class GravityCompensation:
         """g(q), plus τ_f(q̇) with friction compensation and a q̇."""
         tau = gravity(self._model, finite_joint_vector(self._model, q, "q"), data=self._data)
         if self.friction_compensation and v is not None:
-            tau += joint_friction(self._model, finite_joint_vector(self._model, v, "v"))
+            m, v = self._model, finite_joint_vector(self._model, v, "v")
+            tau += joint_friction(m, v)
+            if self.friction_deadband > 0.0:   # take back the Coulomb part inside the deadband
+                tau -= ((1.0 - deadband_weight(v, self.friction_deadband)) * m.coulomb *
+                        smooth_sign(v, m.coulomb_velocity))
         return tau
 
 
 class ComputedTorque:
-    """τ = M(q) (q̈_d + K_p e + K_d ė) + C(q, q̇) q̇ + g(q) + τ_f(q̇), e = position_error(q_d, q).
+    """τ = M(q) (q̈_d + K_p e + K_d ė + z) + C(q, q̇) q̇ + g(q) + τ_f(q̇), e = q_d − q (wrapped).
 
     Computed torque (Lynch & Park, Modern Robotics §11.4.1) in one inverse-dynamics call,
-    rnea(q, q̇, q̈_d + K_p e + K_d ė), the joints' armature and friction included. With an exact
-    model the error obeys
+    rnea(q, q̇, q̈_d + K_p e + K_d ė + z), the joints' armature and friction included. With an
+    exact model and z = 0 the error obeys
     ë + K_d ė + K_p e = 0 per joint; K_p = ω², K_d = 2ω is critically damped.
+
+    On a plant that is not its model, a torque d the model misses (mass errors, friction) leaves
+    the steady error e = K_p⁻¹ M⁻¹ d. The integral term z = K_I ∫ e dt (``ki`` K_I, 1/s³; 0:
+    off) removes it: the error obeys e⃛ + K_d ë + K_p ė + K_I e = 0 per joint (stable for
+    K_I < K_p K_d, Routh-Hurwitz), and at rest its torque τ_I = M(q) z equals d. z sits inside
+    the acceleration, where M decouples the joints (kept as a torque per joint, the integrals of
+    two nearly parallel joints wound up against each other through M's off-diagonal terms).
+    Anti-windup: when τ_I would exceed ±``integral_limit`` (N m) on some joint, z is scaled down
+    until it does not (same direction, the largest joint at its limit). z integrates over the
+    time between calls (``t``, s; a step longer than MAX_INTEGRATION_STEP counts as that) and
+    is 0 after ``reset()``, which the caller invokes on a new hold, a mode switch or a lost state.
+    A disturbance observer would estimate the same d from the momentum, but needs measured
+    efforts and a right model of the momentum; the integral needs only q.
     """
 
-    def __init__(self, model, kp, kd):
+    MAX_INTEGRATION_STEP = 0.01   # s
+
+    def __init__(self, model, kp, kd, ki=0.0, integral_limit=np.inf):
         self._model, self._data = model, Data(model)
-        self.kp, self.kd = kp, kd
+        self.kp, self.kd, self.ki, self.integral_limit = kp, kd, ki, integral_limit
+        self.reset()
 
     @property
     def model(self):
@@ -119,13 +159,92 @@ class ComputedTorque:
     def kd(self, kd):
         self._kd = joint_gains(self._model, kd, "kd")
 
-    def __call__(self, q, v, q_d, v_d, a_d):
+    @property
+    def ki(self):
+        return self._ki
+
+    @ki.setter
+    def ki(self, ki):
+        self._ki = joint_gains(self._model, ki, "ki")
+
+    @property
+    def integral_limit(self):
+        return self._integral_limit
+
+    @integral_limit.setter
+    def integral_limit(self, limit):
+        limit = np.full(self._model.nv, limit, dtype=float) if np.ndim(limit) == 0 else \
+            np.array(limit, dtype=float)
+        if limit.shape != (self._model.nv,) or np.isnan(limit).any() or (limit < 0).any():
+            raise ValueError(f"integral_limit must be >= 0 (inf: none), a scalar or one per "
+                             f"joint ({self._model.nv}), got {limit}")
+        self._integral_limit = limit
+
+    @property
+    def integral(self):
+        """z = K_I ∫ e dt, rad/s² (m/s²), anti-windup applied."""
+        return self._z.copy()
+
+    def reset(self):
+        """z = 0, and the next call starts a new integration (no step before it)."""
+        self._z, self._t = np.zeros(self._model.nv), None
+
+    def continue_from(self, other):
+        """Take over another law's integral (a reconfiguration)."""
+        self._z, self._t = other._z.copy(), other._t
+
+    def __call__(self, q, v, q_d, v_d, a_d, t=None):
         m = self._model
         q, v = finite_joint_vector(m, q, "q"), finite_joint_vector(m, v, "v")
         e = position_error(m, finite_joint_vector(m, q_d, "q_d"), q)
         e_dot = finite_joint_vector(m, v_d, "v_d") - v
         a = finite_joint_vector(m, a_d, "a_d") + self._kp * e + self._kd * e_dot
-        return rnea(m, q, v, a, data=self._data)
+        if self._ki.any() and t is not None:
+            self._integrate(q, e, float(t))
+        return rnea(m, q, v, a + self._z, data=self._data)
+
+    def _integrate(self, q, e, t):
+        """z += dt K_I e, scaled down so that |M(q) z| ≤ integral_limit on every joint."""
+        dt = 0.0 if self._t is None else min(max(t - self._t, 0.0), self.MAX_INTEGRATION_STEP)
+        self._t = t
+        if dt > 0.0:
+            self._z = self._z + dt * self._ki * e
+        if np.isfinite(self._integral_limit).any() and self._z.any():
+            excess = np.abs(mass_matrix(self._model, q, data=self._data) @ self._z) / \
+                np.maximum(self._integral_limit, 1e-300)
+            if excess.max() > 1.0:
+                self._z = self._z / excess.max()
+
+
+class VelocityFilter:
+    """First-order low-pass of measured velocities, y_k = y_{k−1} + α (x_k − y_{k−1}).
+
+    α = 1 − exp(−2π f_c Δt): the exact discretisation of ẏ = 2π f_c (x − y) with x held over
+    the Δt between samples (their stamps), so a late sample is weighted as its gap deserves. At
+    a fixed Δt it is H(z) = α / (1 − (1 − α) z⁻¹): white velocity noise of σ leaves
+    σ √(α / (2 − α)), at the price of a lag of about 1 / (2π f_c) at low frequencies. The first
+    sample, and the first after ``reset()``, passes unchanged. ``cutoff`` f_c in Hz, > 0.
+    """
+
+    def __init__(self, cutoff):
+        self.cutoff = float(cutoff)
+        if not (0.0 < self.cutoff < np.inf):
+            raise ValueError(f'velocity filter cutoff must be > 0 Hz and finite, got {cutoff}')
+        self.reset()
+
+    def reset(self):
+        self.y = self._t = None
+
+    def __call__(self, v, t):
+        """The filtered velocity after the sample v at time t (s)."""
+        v = np.asarray(v, dtype=float)
+        if self.y is None:
+            self.y = v.copy()
+        else:   # a stamp not after the last: α = 0
+            alpha = -np.expm1(-2.0 * np.pi * self.cutoff * max(t - self._t, 0.0))
+            self.y = self.y + alpha * (v - self.y)
+        self._t = t
+        return self.y.copy()
 
 
 def clamp_effort(tau, limits):

@@ -44,6 +44,14 @@ rnea call, so it includes the friction and armature; gravity compensation adds t
 τ_f(q̇) only with ``friction_compensation`` (then nothing damps the arm: it coasts). The payload
 also comes from ``~/payload`` and ``~/identify_payload`` (robot_dynamics.nodes.payload).
 
+Options for a plant that is not its model (all off by default; robot_dynamics.core.control):
+``ki`` adds computed torque's integral term (per joint, 1/s³), its torque held within
+``integral_limit`` (default: the effort limits); it restarts from 0 on every new hold (mode
+switch, empty trajectory, ~/reset, a collision's stop, states back after state_timeout) and
+carries over other parameter changes. ``friction_deadband`` (rad/s) takes friction
+compensation's Coulomb part away at rest, where q̇ is mostly noise. ``velocity_filter_cutoff``
+(Hz) low-passes the measured q̇ the control laws use (not the collision observer's).
+
 Hardware profile (robot_dynamics.nodes.profiles): every τ above is the total joint torque; on an
 arm that adds its own gravity compensation (``hardware_compensates_gravity``) the published
 command is τ − g_robot(q), in every mode, in the state-loss ramp and for its final command (which
@@ -65,8 +73,8 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 import robot_dynamics as rd
-from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, clamp_effort,
-                                         unwrap_positions)
+from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, VelocityFilter,
+                                         clamp_effort, unwrap_positions)
 from robot_dynamics.core.trajectory import JointTrajectory
 
 from robot_dynamics.core.collision import Reaction
@@ -97,6 +105,7 @@ class Config:
     safety: contact_safety.Safety
     task: object = None               # the task-space law of a task-space mode (task_space)
     pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
+    velocity_filter_cutoff: float = 0.0       # Hz, 0: the control laws get the measured q̇
 
 
 def rate_limited(tau, previous, dt, rate):
@@ -105,6 +114,16 @@ def rate_limited(tau, previous, dt, rate):
         return tau
     step = rate * max(dt, 0.0)
     return np.clip(tau, previous - step, previous + step)
+
+
+def integral_gains(values, arm, limits):
+    """(ki, integral_limit) in model order; ConfigError for negative ones."""
+    ki = arm.per_joint(values, 'ki') if len(values['ki']) else 0.0
+    limit = arm.per_joint(values, 'integral_limit') if len(values['integral_limit']) else limits
+    for name, x in (('ki', ki), ('integral_limit', limit)):
+        if (np.asarray(x) < 0).any():
+            raise ConfigError(f'{name} must be >= 0, got {values[name]}')
+    return ki, limit
 
 
 def check_model(model):
@@ -206,6 +225,15 @@ class DynamicsController(ArmNode):
               'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
         Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
               'joint friction at the measured velocity (computed_torque always includes it)'),
+        Param('friction_deadband', 0.0, 'double', 'friction_compensation: the Coulomb part is '
+              '0 below this speed and full above twice it (smoothstep between), rad/s (m/s); '
+              '0: none', range=(0.0, 100.0)),
+        Param('ki', [], 'double[]', 'computed torque integral gains, 1/s^3 (stable below kp kd; '
+              'empty or 0: no integral term)', per_joint=True),
+        Param('integral_limit', [], 'double[]', 'largest torque of the integral term per joint, '
+              'N m (N) (empty: the effort limits)', per_joint=True),
+        Param('velocity_filter_cutoff', 0.0, 'double', 'first-order low-pass on the measured '
+              'velocities the control laws use, Hz (0: off)', range=(0.0, 1e6)),
     ) + (payload.PARAMS + profiles.PARAMS + task_space.PARAMS +
          contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS)
 
@@ -233,7 +261,7 @@ class DynamicsController(ArmNode):
         self.identification = payload.PayloadService(self)
         self.limiter = speed_limiter.SpeedLimiter(self)
         self.collision = contact_safety.CollisionMonitor(self)
-        self.observer = None
+        self.observer = self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.load_model()
 
@@ -251,24 +279,32 @@ class DynamicsController(ArmNode):
             for name, gain in (('kp', kp), ('kd', kd)):
                 if (gain < 0).any():
                     raise ConfigError(f'{name} must be >= 0, got {values[name]}')
-            ct = ComputedTorque(arm.model, kp, kd)
+            ct = ComputedTorque(arm.model, kp, kd, *integral_gains(values, arm, limits))
         if values['mode'] == COMPUTED_TORQUE and ct is None:
             raise ConfigError('computed_torque needs kp and kd, one value per joint')
-        gravity = GravityCompensation(arm.model, friction_compensation=values[
-            'friction_compensation'])
+        gravity = GravityCompensation(arm.model, values['friction_compensation'],
+                                      values['friction_deadband'])
         safety = contact_safety.configure(values, arm, limits, ct)
         return Config(values['mode'], gravity, ct, np.array(limits),
                       float(values['max_effort_rate']), profiles.profile(values, arm),
                       safety, task_space.configure(values, arm),
-                      speed_limiter.configure(values, arm.model))
+                      speed_limiter.configure(values, arm.model),
+                      float(values['velocity_filter_cutoff']))
 
     def apply(self, config):
         self.task.apply(config.task)
+        previous = self.config and self.config.computed_torque
         if config.mode != (self.config and self.config.mode):
             self.get_logger().info(f'mode: {config.mode}')
             self.pending = None
-            self.reference = self.hold()
+            self.reference = self.hold()   # config's integral starts from 0
             self.task.hold(self.q_last)
+        elif previous and config.computed_torque:   # another parameter: the integral goes on
+            config.computed_torque.continue_from(previous)
+        if self.config is None or \
+                config.velocity_filter_cutoff != self.config.velocity_filter_cutoff:
+            self.velocity_filter = VelocityFilter(config.velocity_filter_cutoff) \
+                if config.velocity_filter_cutoff > 0.0 else None
         self.config = config
         self.limiter.apply(config.pfl)
         detecting = config.safety.detection is not None
@@ -302,7 +338,13 @@ class DynamicsController(ArmNode):
 
     def hold(self):
         """Bumpless reference: hold the last measured position (None before the first state)."""
+        self.reset_integral()
         return None if self.q_last is None else Setpoint(self.q_last)
+
+    def reset_integral(self):
+        """Computed torque's integral term starts again from 0 (a new hold, a lost state)."""
+        if self.config is not None and self.config.computed_torque is not None:
+            self.config.computed_torque.reset()
 
     # -- inputs --------------------------------------------------------------------------------
     def on_joint_state(self, msg):
@@ -347,6 +389,9 @@ class DynamicsController(ArmNode):
         if not self.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
             self.reference, self.pending = Setpoint(q), None
+            self.reset_integral()
+            if self.velocity_filter is not None:
+                self.velocity_filter.reset()
             self.task.hold(q)
         self.q_last = q
         if self.reference is None:
@@ -370,6 +415,7 @@ class DynamicsController(ArmNode):
         reaction = self.config.safety.reaction
         if reaction is not Reaction.NONE:
             self.reference, self.pending = Setpoint(rd.stop_reference(q)[0]), None
+            self.reset_integral()
         self.get_logger().error(f'{event}; reaction: {reaction.value}'
                                 + ('' if reaction is Reaction.NONE else ' until ~/reset'))
 
@@ -380,6 +426,8 @@ class DynamicsController(ArmNode):
         return self.config.safety.reaction
 
     def control(self, q, v, t):
+        if self.velocity_filter is not None and v is not None:
+            v = self.velocity_filter(v, t)
         reaction = self.reaction()
         if reaction is Reaction.COMPLY:
             return self.config.safety.comply(q, v)
@@ -391,12 +439,14 @@ class DynamicsController(ArmNode):
             raise BadInput('computed_torque needs joint velocities')
         if self.pending is not None and t >= self.pending.start:
             self.reference, self.pending = self.pending, None
-        tau = self.config.computed_torque(q, v, *self.limiter.sample(self.reference, t, q, v))
+        tau = self.config.computed_torque(q, v, *self.limiter.sample(self.reference, t, q, v),
+                                          t=t)
         if not all_finite(tau):
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error('non-finite computed torque: holding the measured position, '
                                     'publishing g(q)', throttle_duration_sec=1.0)
             self.reference, self.pending = Setpoint(q), None
+            self.reset_integral()
             tau = self.config.gravity_compensation(q)
         return tau
 
@@ -405,7 +455,7 @@ class DynamicsController(ArmNode):
             return
         start = seconds(msg.header.stamp) or self.t_last  # zero: now, on the states' clock
         if not msg.points:
-            self.reference, self.pending = Setpoint(self.q_last), None
+            self.reference, self.pending = self.hold(), None
             self.get_logger().info('empty joint_trajectory: holding the current position')
             return
         current = self.pending if self.pending and start >= self.pending.start else self.reference
