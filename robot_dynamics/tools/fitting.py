@@ -8,8 +8,8 @@ order (``robot_dynamics.core.regressor``):
 - ``fit_residual`` keeps the URDF's links and explains τ - rnea(model) by a payload's standard
   parameters at the tip body (expressed in the tip frame) and the joint terms: viscous and
   Coulomb friction, armature;
-- ``fit_links`` identifies the base parameters with the joint terms by ``rd.identify``; the full
-  parameters are its physically consistent ones nearest the URDF's that reproduce them.
+- ``fit_links`` identifies the links with the joint terms by ``rd.identify``: physically
+  consistent by construction, regularised towards the URDF's parameters.
 
 Both refuse (``FitError``) an ill-conditioned problem: columns scaled to unit norm, a condition
 number above ``max_condition`` names the parameters in the weak directions; friction and
@@ -21,9 +21,9 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.core.algorithms.friction import smooth_sign
-from robot_dynamics.core.identification import (conditioning, differentiate, inertia_about_com,
-                                                lowpass, noise_weights, payload_regressor,
-                                                weighted_fit)
+from robot_dynamics.core.identification import (PRIOR_STD, conditioning, differentiate,
+                                                inertia_about_com, lowpass, noise_weights,
+                                                payload_regressor, weighted_fit)
 from robot_dynamics.core.model import JOINT_TERMS
 from robot_dynamics.core.regressor import INERTIAL_NAMES, parameter_names
 
@@ -266,11 +266,13 @@ def payload_of(theta):
     return dict(mass=mass, com=com, inertia=inertia)
 
 
-def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weighted=False):
+def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weighted=False,
+              prior_std=PRIOR_STD):
     """The links' inertial parameters (and joint terms) by ``rd.identify`` (module docstring).
 
     Y with the filtered Coulomb columns goes to ``rd.identify(..., Y=)``; the full parameters
-    are its physically consistent ones nearest the URDF's (``physical=True``).
+    are its consistent fit (physical bodies, joint terms >= 0), regularised towards the URDF's
+    with the prior's standard deviation ``prior_std`` (in units of each body's size).
     """
     if friction or armature:
         check_motion(model, s, 'friction and armature')
@@ -279,11 +281,13 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     base, Y = rd.base_parameters(model, **flags), regressor(model, s, flags)
     condition = check_conditioning(Y[..., base.independent], base.names, max_condition)
     result = rd.identify(model, s.q, s.v, s.a, s.tau, **flags, base=base, Y=Y,
-                         noise_std='estimate' if weighted else None)
+                         noise_std='estimate' if weighted else None, prior_std=prior_std)
     fit = Fit(base.names, result.theta_base, result.std_base, condition,
               rms(s.tau - rd.rnea(model, s.q, s.v, s.a)), result.residual_rms,
               inertia=result.model.inertia.copy(),
               **{kind: getattr(result, kind) for kind, flag in flags.items() if flag})
+    fit.notes.append(f'residual RMS of the unconstrained least squares (not physical in '
+                     f'general): {np.array2string(result.least_squares_rms, precision=4)}')
     for joint, c in zip(model.joint_names, result.consistency):
         if not (c['positive_definite'] and c['triangle']):
             moments = c['principal_moments']
@@ -294,7 +298,7 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     free = np.abs(np.diag(np.linalg.pinv(base.P) @ base.P)[n:] - 1.0) > 1e-8
     merged = [name for name, f in zip(parameter_names(model, **flags)[n:], free) if f]
     if merged:
-        fit.notes.append(f'not separable from the links (the split is the physical one nearest '
-                         f'the URDF): {", ".join(merged)}')
+        fit.notes.append(f'not separable from the links (the prior splits them): '
+                         f'{", ".join(merged)}')
     settle_joint_terms(fit, model, s)
     return fit
