@@ -160,6 +160,10 @@ def report(args, data, model, samples, fit):
              f'{samples.dt:.4g} s, cutoff {args.cutoff:g} Hz)',
              f'model {model.base} -> {model.tip}: {len(fit.names)} parameters, condition number '
              f'{fit.condition_number:.3g} (unit-norm columns)']
+    if samples.gaps:
+        t, length = max(samples.gaps, key=lambda gap: gap[1])
+        lines.insert(1, f'{len(samples.gaps)} gaps in the stamps (the longest {length:.3g} s at '
+                        f't = {t:.3f} s): fitted on the stretches between them')
     terms = [(k, getattr(fit, k)) for k in ('viscous', 'coulomb', 'armature')
              if getattr(fit, k) is not None]
     width = max(len(j) for j in data.joint_names)

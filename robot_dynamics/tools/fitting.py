@@ -52,6 +52,7 @@ class Samples:
     sign: np.ndarray
     dt: float
     order: np.ndarray   # order[i]: model index of the recording's joint i
+    gaps: list = dataclasses.field(default_factory=list)   # (t, length) s of each gap
 
 
 def joint_order(model, joint_names):
@@ -71,7 +72,10 @@ def joint_order(model, joint_names):
 def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=200):
     """Samples for fitting: resampled, differentiated, filtered, edges of ``edge`` s dropped.
 
-    ``edge`` defaults to 2 / cutoff; at most ``max_samples`` are kept (evenly decimated).
+    ``edge`` defaults to 2 / cutoff; at most ``max_samples`` are kept (evenly decimated). A gap
+    in the stamps (lost messages: longer than 2 periods and MAX_GAP / cutoff) splits the
+    recording into stretches, each processed alone (``stretch``): the regressor's rows need no
+    continuity, only the filter does.
     """
     order = joint_order(model, recording.joint_names)
     t, q, tau = recording.t, recording.q, recording.tau
@@ -90,25 +94,38 @@ def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=2
     if cutoff >= 0.5 / dt:
         raise FitError(f'--cutoff {cutoff} Hz must be below half the sample rate '
                        f'({0.5 / dt:.4g} Hz)')
-    if step.max() > max(2 * dt, MAX_GAP / cutoff):
-        k = int(np.argmax(step))
-        raise FitError(f'a gap of {step[k]:.3g} s in the stamps at t = {t[k]:.3f} s (sampling '
-                       f'every {dt:.3g} s): record again, or cut the recording there')
+    gaps = np.flatnonzero(step > max(2 * dt, MAX_GAP / cutoff))
+    drop = int(np.ceil((2.0 / cutoff if edge is None else edge) / dt))
+    pieces = [p for p in (stretch(model, t[k], q[k], tau[k], dt, cutoff, drop)
+                          for k in np.split(np.arange(len(t)), gaps + 1)) if p is not None]
+    total = sum(len(p[0]) for p in pieces)
+    if total < min_samples:
+        between = f' of each stretch between the {len(gaps)} gaps in the stamps' if len(
+            gaps) else ''
+        raise FitError(f'too few samples: {total} left after dropping {drop * dt:.3g} s at '
+                       f'each end{between}, at least {min_samples} needed')
+    every = max(1, -(-total // max_samples))
+    x_model = [np.empty_like(np.concatenate(x)[::every]) for x in zip(*pieces)]
+    for x, y in zip(x_model, zip(*pieces)):
+        x[:, order] = np.concatenate(y)[::every]
+    return Samples(*x_model, dt * every, order, [(float(t[k]), float(step[k])) for k in gaps])
+
+
+def stretch(model, t, q, tau, dt, cutoff, drop):
+    """(q, q̇, q̈, τ, sign) of one stretch without gaps, on a grid of dt, edges dropped.
+
+    None if nothing is left after dropping ``drop`` samples at each end (or too short to filter).
+    """
     grid = t[0] + dt * np.arange(int(round((t[-1] - t[0]) / dt)) + 1)
+    if len(grid) - 2 * drop < 1 or len(grid) < 50:   # the zero-phase filter's padding
+        return None
     q = np.column_stack([np.interp(grid, t, x) for x in q.T])
     tau = np.column_stack([np.interp(grid, t, x) for x in tau.T])
     q, v, a = differentiate(q, dt, cutoff)
     tau = lowpass(tau, dt, cutoff)
     sign = lowpass(smooth_sign(v, model.coulomb_velocity), dt, cutoff)   # parallel filtering
-    drop = int(np.ceil((2.0 / cutoff if edge is None else edge) / dt))
-    keep = slice(drop, len(grid) - drop, max(1, -(-(len(grid) - 2 * drop) // max_samples)))
-    if len(grid[keep]) < min_samples:
-        raise FitError(f'too few samples: {max(len(grid[keep]), 0)} left after dropping '
-                       f'{drop * dt:.3g} s at each end, at least {min_samples} needed')
-    x_model = [np.empty_like(x[keep]) for x in (q, v, a, tau, sign)]
-    for x, y in zip(x_model, (q, v, a, tau, sign)):
-        x[:, order] = y[keep]
-    return Samples(*x_model, dt * keep.step, order)
+    keep = slice(drop, len(grid) - drop)
+    return q[keep], v[keep], a[keep], tau[keep], sign[keep]
 
 
 @dataclasses.dataclass
