@@ -8,9 +8,10 @@ The workflow (Gautier & Khalil's inverse-dynamics identification model):
 3. ``identify`` the base parameters θ_b (``regressor.base_parameters``), and friction and
    armature if asked, by (weighted) least squares: min Σ_k |Σ^-1 (τ_k - Y_b(q_k, q̇_k, q̈_k) θ_b)|²
    with Σ = diag(σ_i), the per-joint noise std, τ less the prior's joint terms not fitted;
-4. take the full parameters: among the θ with P θ = θ_b (the data say nothing more), the
-   physically consistent ones nearest the prior (pseudo-inertia LMI, Wensing et al. 2017), and
-   the identified model that carries them, ``rd.rnea(result.model, q, q̇, q̈)``;
+4. fit the full parameters physically consistent by construction (log-Cholesky factors of the
+   pseudo-inertias, Rucker & Wensing 2022; joint terms >= 0): the data's misfit from θ_b plus a
+   Gaussian prior at the model's values, which alone fixes what the data cannot see; and the
+   identified model that carries them, ``rd.rnea(result.model, q, q̇, q̈)``;
 5. read the report: residual RMS per joint, relative error, condition number, standard
    deviations, physical consistency.
 
@@ -92,62 +93,113 @@ def pseudo_inertia(theta_body):
 
 
 PSEUDO_INERTIA_BASIS = np.array([pseudo_inertia(e) for e in np.eye(10)])   # J(θ) = Σ θ_k E_k
-PHYSICAL_MARGIN = 1e-4   # least eigenvalue of each body's pseudo-inertia, in its own units
+PSEUDO_INERTIA_INVERSE = np.linalg.pinv(PSEUDO_INERTIA_BASIS.reshape(10, 16).T).reshape(10, 4, 4)
+CONSISTENCY_MARGIN = 1e-6   # least eigenvalue of each body's dimensionless pseudo-inertia
+PRIOR_STD = 0.1             # the prior's standard deviation, in units of parameter_scales
+# φ = (α, d1, d2, d3, s12, s23, s13, t1, t2, t3): U's entries after α, row and column
+LOG_CHOLESKY_ENTRIES = np.array([(0, 0), (1, 1), (2, 2), (0, 1), (1, 2), (0, 2),
+                                 (0, 3), (1, 3), (2, 3)]).T
 
 
-def body_margins(theta, sizes):
-    """λ_min(U_i J(θ_i) U_i) of each body (nb,) and its gradient in θ_i (nb, 10).
+def log_cholesky_factor(phi):
+    """U (..., 4, 4) of log-Cholesky parameters φ (..., 10); U Uᵀ ≻ 0 for every real φ.
 
-    U_i = diag(1/r, 1/r, 1/r, 1) / √m makes J dimensionless with the body's ``sizes`` (m, r);
-    the gradient of a simple eigenvalue with unit eigenvector u is uᵀ U E_k U u.
+    U = e^α [[e^d1, s12, s13, t1], [0, e^d2, s23, t2], [0, 0, e^d3, t3], [0, 0, 0, 1]]: the
+    upper-triangular Cholesky factor of a pseudo-inertia (Rucker and Wensing, "Smooth
+    parameterization of rigid-body inertia", IEEE RA-L 7(2), 2022).
     """
-    mass, radius = sizes
-    units = np.stack([1.0 / radius] * 3 + [np.ones_like(radius)], 1) / np.sqrt(mass)[:, None]
-    J = np.einsum('nk,kab->nab', theta[:10 * len(mass)].reshape(-1, 10), PSEUDO_INERTIA_BASIS)
-    eigenvalues, vectors = np.linalg.eigh(units[:, :, None] * J * units[:, None, :])
-    u = vectors[:, :, 0] * units
-    return eigenvalues[:, 0], np.einsum('na,kab,nb->nk', u, PSEUDO_INERTIA_BASIS, u)
+    U = np.zeros(phi.shape[:-1] + (4, 4))
+    rows, columns = LOG_CHOLESKY_ENTRIES
+    U[..., rows, columns] = phi[..., 1:]
+    U[..., [0, 1, 2], [0, 1, 2]] = np.exp(phi[..., 1:4])
+    U[..., 3, 3] = 1.0
+    return np.exp(phi[..., :1, None]) * U
 
 
-def physical_parameters(model, P, theta, prior, margin=PHYSICAL_MARGIN):
-    """(θ*, found): θ* nearest ``prior`` with P θ* = P θ, physical bodies and joint terms >= 0.
+def log_cholesky_parameters(J, margin=CONSISTENCY_MARGIN):
+    """φ (..., 10) with U Uᵀ = J - margin 1 for dimensionless pseudo-inertias J (..., 4, 4).
 
-    The solution set of the fit is θ + N z, N a basis of P's null space (Y N = 0: what the data
-    cannot see). Over it SLSQP minimises Σ ((θ* - θ_prior) / s)² (s: ``parameter_scales``)
-    subject to λ_min(U_i J(θ*_i) U_i) >= margin for each body (``body_margins``: the
-    pseudo-inertia LMI of Wensing et al. 2017) and θ*_k >= 0 for each joint term k that N moves,
-    starting from θ (the unconstrained nearest point, ``nearest_parameters``). found is False,
-    and θ* = θ, if no such point was found (a body the data fix entirely may be non-physical).
+    Eigenvalues of J below 2 margin are raised to it first, so that any J, even one of a
+    non-physical body, maps to a body near it. U is the Cholesky factor of J with rows and
+    columns reversed, reversed back (upper triangular).
     """
-    from scipy.linalg import null_space
-    from scipy.optimize import minimize   # imported here: slow, offline use only
-    nb, scale, sizes = model.nb, parameter_scales(model, len(theta)), body_sizes(model)
-    N = null_space(P * scale) * scale[:, None]
+    eigenvalues, vectors = np.linalg.eigh(J)
+    A = (vectors * (np.maximum(eigenvalues, 2.0 * margin) - margin)[..., None, :]) @ \
+        np.swapaxes(vectors, -1, -2)
+    U = np.linalg.cholesky(A[..., ::-1, ::-1])[..., ::-1, ::-1]
+    phi = np.empty(J.shape[:-2] + (10,))
+    phi[..., 0] = np.log(U[..., 3, 3])
+    V = U / U[..., 3:, 3:]
+    phi[..., 1:] = V[..., LOG_CHOLESKY_ENTRIES[0], LOG_CHOLESKY_ENTRIES[1]]
+    phi[..., 1:4] = np.log(phi[..., 1:4])
+    return phi
 
-    def constraints(z):
-        x = theta + N @ z
-        lowest, gradient = body_margins(x, sizes)
-        rows = np.einsum('nk,nkz->nz', gradient, N[:10 * nb].reshape(nb, 10, -1))
-        return np.concatenate([lowest - margin, x[free]]), np.concatenate([rows, N[free]])
 
-    def distance(z):
-        d = (theta + N @ z - prior) / scale
-        return d @ d, 2.0 * (N / scale[:, None]).T @ d
+def body_units(model):
+    """D_i = √m diag(r, r, r, 1) (nb, 4) of ``body_sizes``: J_i = D J̃_i D, J̃_i dimensionless."""
+    mass, radius = body_sizes(model)
+    return np.stack([radius] * 3 + [np.ones_like(radius)], 1) * np.sqrt(mass)[:, None]
 
-    free = 10 * nb + np.flatnonzero(np.abs(N[10 * nb:]).max(1, initial=0.0) > 1e-9)
-    z = np.zeros(N.shape[1])
-    if constraints(z)[0].min() >= 0.0:
-        return theta, True
-    if not N.shape[1]:
-        return theta, False
-    z = minimize(distance, z, jac=True, method='SLSQP', options=dict(maxiter=500),
-                 constraints=[dict(type='ineq', fun=lambda z: constraints(z)[0],
-                                   jac=lambda z: constraints(z)[1])]).x
-    x = theta + N @ z
-    if body_margins(x, sizes)[0].min() <= 0.0 or x[free].min(initial=0.0) < -1e-8:
-        return theta, False
-    x[free] = np.maximum(x[free], 0.0)   # within SLSQP's tolerance
-    return x, True
+
+def inertial_parameters(phi, units, margin=CONSISTENCY_MARGIN):
+    """θ (nb, 10) of φ (nb, 10) and dθ/dφ (nb, 10, 10): J = D (U Uᵀ + margin 1) D.
+
+    ∂U/∂α = U; ∂U/∂φ_k = e^α at its entry, times e^d_i on the diagonal (= U there).
+    """
+    U = log_cholesky_factor(phi)
+    dU = np.zeros(U.shape[:1] + (10, 4, 4))
+    dU[:, 0] = U
+    rows, columns = LOG_CHOLESKY_ENTRIES
+    k = np.arange(1, 10)
+    dU[:, k, rows, columns] = np.exp(phi[:, :1])
+    dU[:, [1, 2, 3], [0, 1, 2], [0, 1, 2]] = U[:, [0, 1, 2], [0, 1, 2]]
+    DD = units[:, :, None] * units[:, None, :]
+    J = DD * (U @ np.swapaxes(U, -1, -2) + margin * np.eye(4))
+    dUUt = dU @ np.swapaxes(U, -1, -2)[:, None]
+    dJ = DD[:, None] * (dUUt + np.swapaxes(dUUt, -1, -2))
+    return (np.einsum('kab,nab->nk', PSEUDO_INERTIA_INVERSE, J),
+            np.einsum('kab,nmab->nkm', PSEUDO_INERTIA_INVERSE, dJ))
+
+
+def consistent_parameters(model, P, R, theta_base, prior, prior_std=PRIOR_STD):
+    """θ: bodies physical by construction, joint terms >= 0, fitting the data and the prior.
+
+    Minimises |R (P θ - θ̂_b)|² + |(θ - θ_prior) / (ρ s)|² (ρ = ``prior_std``, s =
+    ``parameter_scales``): the data's misfit, RᵀR the information matrix of θ̂_b (weighted by
+    the noise variance), and a Gaussian prior. Bodies in log-Cholesky parameters
+    (``inertial_parameters``: pseudo-inertia ≻ 0, Wensing et al. 2017), the joint terms bounded
+    below by 0; scipy's trust-region reflective least squares from the data's nearest
+    (``nearest_parameters``) made physical (``log_cholesky_parameters``).
+    """
+    from scipy.optimize import least_squares   # imported here: slow, offline use only
+    nb, units = model.nb, body_units(model)
+    weight = 1.0 / (prior_std * parameter_scales(model, len(prior)))
+    J0 = np.einsum('nk,kab->nab', nearest_parameters(model, P, theta_base, prior)[:10 * nb]
+                   .reshape(nb, 10), PSEUDO_INERTIA_BASIS)
+    x0 = np.concatenate([log_cholesky_parameters(J0 / (units[:, :, None] * units[:, None, :]))
+                         .ravel(), np.maximum(prior[10 * nb:], 0.0)])
+
+    def theta_of(x):
+        bodies, dbodies = inertial_parameters(x[:10 * nb].reshape(nb, 10), units)
+        G = np.eye(len(x))
+        for i in range(nb):
+            G[10 * i:10 * i + 10, 10 * i:10 * i + 10] = dbodies[i]
+        return np.concatenate([bodies.ravel(), x[10 * nb:]]), G
+
+    def residual(x):
+        theta, _ = theta_of(x)
+        return np.concatenate([R @ (P @ theta - theta_base), weight * (theta - prior)])
+
+    def jacobian(x):
+        _, G = theta_of(x)
+        return np.concatenate([R @ P @ G, weight[:, None] * G])
+
+    lower = np.r_[np.full(10 * nb, -np.inf), np.zeros(len(prior) - 10 * nb)]
+    with np.errstate(over='ignore', invalid='ignore'):   # a trial step too far: trf shrinks it
+        solution = least_squares(residual, x0, jac=jacobian, bounds=(lower, np.inf),
+                                 method='trf', ftol=1e-10, xtol=1e-10, gtol=1e-10,
+                                 max_nfev=1000)
+    return theta_of(solution.x)[0]
 
 
 def nearest_parameters(model, P, theta_base, prior):
@@ -214,22 +266,25 @@ def identified_model(prior, theta, flags):
 class Identification:
     """What ``identify`` found; θ in the order of ``regressor.parameter_vector``.
 
-    ``theta_base`` (r,) and ``std_base`` its standard deviations; ``theta`` full parameters that
-    reproduce θ_b (P θ = θ_b), the physical ones nearest the prior's (``physical_parameters``)
-    or without ``physical`` the nearest (``nearest_parameters``); ``model`` the identified
-    model: the prior with θ's inertias and fitted joint terms, its other joint terms the prior's,
-    so that ``rd.rnea(model, q, v, a)`` is the identified inverse dynamics (a negative fitted
-    joint term is 0 there, noted); ``viscous``/``coulomb``/``armature`` (nv,) the fitted joint
-    terms as fitted, or None; ``residual_rms``
-    (nv,) of τ - Y_b θ_b, ``relative_error`` |τ - Y_b θ_b| / |τ|, ``condition_number`` of the
-    weighted Y_b; ``consistency`` one ``physical_consistency`` dict per body, with
-    ``determined`` True where the data fix all ten parameters of that body (else the prior chose
-    among the combinations); ``notes`` what the summary should say; ``prior`` the given model.
+    ``theta_base`` (r,) the least-squares base parameters and ``std_base`` their standard
+    deviations, ``least_squares_rms`` (nv,) the residual RMS of τ - Y_b θ_b; ``theta`` the full
+    parameters of the identified model: with ``physical`` the consistent fit
+    (``consistent_parameters``), else those reproducing θ_b nearest the prior
+    (``nearest_parameters``); ``model`` the prior with θ's inertias and fitted joint terms, its
+    other joint terms the prior's, so that ``rd.rnea(model, q, v, a)`` is the identified inverse
+    dynamics (a negative fitted joint term is 0 there, noted); ``viscous``/``coulomb``/
+    ``armature`` (nv,) the fitted joint terms as fitted, or None; ``residual_rms`` (nv,) of
+    τ - Y_b P θ, the model's residual, ``relative_error`` its norm over |τ|,
+    ``condition_number`` of the weighted Y_b; ``consistency`` one ``physical_consistency`` dict
+    per body, with ``determined`` True where the data fix all ten parameters of that body (else
+    the prior chose among the combinations); ``notes`` what the summary should say; ``prior``
+    the given model.
     """
 
     base: object
     theta_base: np.ndarray
     std_base: np.ndarray
+    least_squares_rms: np.ndarray
     theta: np.ndarray
     model: object
     viscous: np.ndarray
@@ -248,8 +303,8 @@ class Identification:
         return all(c['positive_definite'] and c['triangle'] for c in self.consistency)
 
     def predict(self, q, v, a):
-        """τ = Y_b θ_b + the prior's joint terms not fitted, at the given states."""
-        return (self.base.regressor(self.model, q, v, a) @ self.theta_base
+        """τ = Y_b P θ + the prior's joint terms not fitted: the identified model's torques."""
+        return (self.base.regressor(self.model, q, v, a) @ (self.base.P @ self.theta)
                 + known_joint_torques(self.prior, v, a, self.base.flags))
 
     def summary(self):
@@ -259,13 +314,14 @@ class Identification:
         return '\n'.join([f'{self.base.count} base parameters, condition number '
                           f'{self.condition_number:.3g}, relative error {self.relative_error:.3g}',
                           f'residual RMS per joint: '
-                          f'{np.array2string(self.residual_rms, precision=4)}',
+                          f'{np.array2string(self.residual_rms, precision=4)} (least squares '
+                          f'{np.array2string(self.least_squares_rms, precision=4)})',
                           f'physically inconsistent bodies: {", ".join(bad) or "none"}',
                           *self.notes])
 
 
 def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, noise_std=None,
-             base=None, Y=None, physical=True):
+             base=None, Y=None, physical=True, prior_std=PRIOR_STD):
     """Least-squares θ_b from logged states q, q̇, q̈ and torques τ, all (N, nv); the full model.
 
     ``model`` is the prior: kinematics, inertias, and joint terms. Its joint terms that are not
@@ -276,9 +332,11 @@ def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, 
     ``base_parameters(model, viscous, coulomb, armature)``). ``Y``: the full regressor at the
     states, (N, nv, 10 nb + joint columns) as ``regressor(model, q, v, a, viscous, coulomb,
     armature)`` lays it out, if computed already (e.g. with filtered Coulomb columns: parallel
-    filtering). ``physical``: choose the full θ physical (``physical_parameters``) when the
-    solution set P θ = θ_b has such a point; θ_b is the same either way. Memory grows as N nv r:
-    decimate long logs after filtering (10^4 states are plenty).
+    filtering). ``physical``: the full θ from ``consistent_parameters`` (physical bodies, joint
+    terms >= 0; the data weighted by the least-squares residual variance, the prior's
+    standard deviation ``prior_std`` in ``parameter_scales``), else ``nearest_parameters``;
+    θ_b is the least-squares one either way. Memory grows as N nv r: decimate long logs after
+    filtering (10^4 states are plenty).
     """
     flags = dict(viscous=viscous, coulomb=coulomb, armature=armature)
     base = base or base_parameters(model, **flags)
@@ -288,17 +346,38 @@ def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, 
     Yb = base.regressor(model, q, v, a) if Y is None else _base_columns(Y, base, tau.shape)
     tau_to_fit = tau - known_joint_torques(model, v, a, flags)
     sigma = noise_weights(Yb, tau_to_fit, noise_std, base.count)
-    theta_base, std_base, residual_rms, condition = weighted_fit(Yb, tau_to_fit, sigma,
-                                                                 base.count)
-    theta, notes = full_parameters(model, base.P, theta_base, flags, physical)
+    theta_base, std_base, least_squares_rms, condition = weighted_fit(Yb, tau_to_fit, sigma,
+                                                                      base.count)
+    prior = parameter_vector(model, **flags)
+    if physical:
+        information = information_factor(Yb, tau_to_fit, sigma, theta_base)
+        theta = consistent_parameters(model, base.P, information, theta_base, prior, prior_std)
+    else:
+        theta = nearest_parameters(model, base.P, theta_base, prior)
     fitted, terms, negative = identified_model(model, theta, flags)
-    return Identification(base, theta_base, std_base, theta, fitted, **terms,
+    residual_rms = np.sqrt(np.mean((tau_to_fit - Yb @ (base.P @ theta)) ** 2, axis=0))
+    return Identification(base, theta_base, std_base, least_squares_rms, theta, fitted, **terms,
                           residual_rms=residual_rms,
                           relative_error=float(np.linalg.norm(residual_rms) / np.sqrt(
                               np.mean(tau ** 2, axis=0).sum())),
                           condition_number=condition,
-                          consistency=consistency_report(fitted, base.P), notes=notes + negative,
+                          consistency=consistency_report(fitted, base.P), notes=negative,
                           prior=model)
+
+
+def information_factor(Yb, tau, sigma, theta_base):
+    """R with |R (θ_b - θ̂_b)|² = (|Σ⁻¹ (τ - Y_b θ_b)|² - its least) / s², R upper triangular.
+
+    QR of the weighted regressor Σ⁻¹ Y_b (N nv, r); s² the weighted residual variance of the
+    least-squares θ̂_b over N nv - r degrees of freedom, floored at 1e-24 of the weighted τ's
+    mean square (exact data).
+    """
+    W = (Yb / sigma[:, None]).reshape(-1, Yb.shape[-1])
+    weighted = (tau / sigma).ravel()
+    residual = weighted - W @ theta_base
+    s2 = max(residual @ residual / max(W.shape[0] - W.shape[1], 1),
+             1e-24 * (weighted @ weighted) / len(weighted), 1e-300)
+    return np.linalg.qr(W, mode='r') / np.sqrt(s2)
 
 
 def noise_weights(Yb, tau, noise_std, count):
@@ -316,21 +395,6 @@ def noise_weights(Yb, tau, noise_std, count):
         return np.maximum(rms, 1e-9 * rms.max() + 1e-300)
     return np.ones(nv) if noise_std is None else np.broadcast_to(
         np.asarray(noise_std, dtype=float), (nv,))
-
-
-def full_parameters(model, P, theta_base, flags, physical):
-    """θ with P θ = θ_b: the physical one nearest the prior if ``physical``, else the nearest.
-
-    Returns θ and notes (none physical found). The prior is ``model``'s θ with its own joint
-    terms where fitted.
-    """
-    prior = parameter_vector(model, **flags)
-    theta = nearest_parameters(model, P, theta_base, prior)
-    if not physical:
-        return theta, []
-    theta, found = physical_parameters(model, P, theta, prior)
-    return theta, [] if found else ['no physically consistent parameters found that fit the '
-                                    'data: the nearest to the prior are given']
 
 
 def consistency_report(model, P):

@@ -67,8 +67,8 @@ def parse_arguments(argv):
     run.add_argument('--approach-speed', type=float, default=0.2,
                      help='peak joint speed moving to q0, rad/s (default 0.2)')
     run.add_argument('--reliability', choices=('reliable', 'best_effort'), default='reliable',
-                     help='QoS of the recording subscription (default reliable: a gap in the '
-                          'stamps makes fit_dynamics refuse the file)')
+                     help='QoS of the recording subscription (default reliable: a lost '
+                          'message is a gap in the stamps, which fit_dynamics fits around)')
     run.add_argument('--timeout', type=float, default=10.0,
                      help='s to wait for the controller and joint states (default 10)')
     run.add_argument('--fit', action='store_true', help='run fit_dynamics on the recording')

@@ -113,8 +113,11 @@ def record(node, executor, trajectory, args):
         node.send(trajectory, recorder.stamps[-1] * 1e-9 + LEAD)
         print(f'exciting for {trajectory.duration:.1f} s, recording to {args.output}',
               flush=True)
-        spin_until(executor, lambda: recorder.done, 3 * trajectory.duration + 30.0,
-                   'the recording did not complete (joint states too slow or stopped)')
+        while not recorder.done:   # a loaded simulator may run far slower than real time
+            count = len(recorder.stamps)
+            spin_until(executor, lambda: recorder.done or len(recorder.stamps) > count,
+                       args.timeout, f'the recording did not complete: no joint states for '
+                       f'{args.timeout} s')
         recorder.drain(executor)
         return recorder.write()
     finally:

@@ -13,8 +13,8 @@ edges dropped; then (numerics in ``fitting.py``):
 
 - ``--payload``: a rigid load at the tip, mass, centre of mass and inertia (tip frame), from
   τ - rnea(URDF); with ``--friction`` (viscous and Coulomb) and ``--armature`` in the same fit;
-- ``--links``: every link's inertial parameters (base parameters by least squares, mapped to the
-  physically consistent full parameters nearest the URDF's), with the joint terms asked for.
+- ``--links``: every link's inertial parameters, physically consistent by construction and
+  regularised towards the URDF's (``--prior-std``), with the joint terms asked for (>= 0).
   Not with ``--payload``: a payload is then part of the tip link.
 
 Prints a report (residual RMS per joint before and after, condition number, the fitted values,
@@ -47,6 +47,7 @@ import yaml
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.tools import fitting, recording
+from robot_dynamics.core.identification import PRIOR_STD
 from robot_dynamics.core.spatial import inertia_to_urdf
 from robot_dynamics.tools.fitting import FitError
 
@@ -81,6 +82,9 @@ def parse_arguments(argv):
                       help='refuse fewer samples (default 200)')
     tune.add_argument('--max-condition', type=float, default=1000.0,
                       help='refuse a larger condition number (unit-norm columns; default 1000)')
+    tune.add_argument('--prior-std', type=float, default=PRIOR_STD,
+                      help='--links: the standard deviation of the URDF\'s parameters as a '
+                      'prior, in units of each link\'s size (default %(default)g)')
     tune.add_argument('--weighted', action='store_true',
                       help='weight joints by their residual RMS (two-step least squares)')
     parser.add_argument('--output', '-o', help='parameter YAML to write')
@@ -93,6 +97,8 @@ def parse_arguments(argv):
                      'with the payload on, or the payload alone')
     if args.no_payload_inertia and not args.payload:
         parser.error('--no-payload-inertia goes with --payload')
+    if not (args.prior_std > 0 and np.isfinite(args.prior_std)):
+        parser.error(f'--prior-std must be a positive number, got {args.prior_std}')
     return args
 
 
@@ -132,7 +138,7 @@ def run(args):
     options = dict(friction=args.friction, armature=args.armature,
                    max_condition=args.max_condition, weighted=args.weighted)
     if args.links:
-        fit = fitting.fit_links(model, samples, **options)
+        fit = fitting.fit_links(model, samples, **options, prior_std=args.prior_std)
     else:
         fit = fitting.fit_residual(model, samples, payload=args.payload,
                                    payload_inertia=not args.no_payload_inertia, **options)
@@ -154,6 +160,10 @@ def report(args, data, model, samples, fit):
              f'{samples.dt:.4g} s, cutoff {args.cutoff:g} Hz)',
              f'model {model.base} -> {model.tip}: {len(fit.names)} parameters, condition number '
              f'{fit.condition_number:.3g} (unit-norm columns)']
+    if samples.gaps:
+        t, length = max(samples.gaps, key=lambda gap: gap[1])
+        lines.insert(1, f'{len(samples.gaps)} gaps in the stamps (the longest {length:.3g} s at '
+                        f't = {t:.3f} s): fitted on the stretches between them')
     terms = [(k, getattr(fit, k)) for k in ('viscous', 'coulomb', 'armature')
              if getattr(fit, k) is not None]
     width = max(len(j) for j in data.joint_names)

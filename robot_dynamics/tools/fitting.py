@@ -8,8 +8,8 @@ order (``robot_dynamics.core.regressor``):
 - ``fit_residual`` keeps the URDF's links and explains τ - rnea(model) by a payload's standard
   parameters at the tip body (expressed in the tip frame) and the joint terms: viscous and
   Coulomb friction, armature;
-- ``fit_links`` identifies the base parameters with the joint terms by ``rd.identify``; the full
-  parameters are its physically consistent ones nearest the URDF's that reproduce them.
+- ``fit_links`` identifies the links with the joint terms by ``rd.identify``: physically
+  consistent by construction, regularised towards the URDF's parameters.
 
 Both refuse (``FitError``) an ill-conditioned problem: columns scaled to unit norm, a condition
 number above ``max_condition`` names the parameters in the weak directions; friction and
@@ -21,9 +21,9 @@ import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.core.algorithms.friction import smooth_sign
-from robot_dynamics.core.identification import (conditioning, differentiate, inertia_about_com,
-                                                lowpass, noise_weights, payload_regressor,
-                                                weighted_fit)
+from robot_dynamics.core.identification import (PRIOR_STD, conditioning, differentiate,
+                                                inertia_about_com, lowpass, noise_weights,
+                                                payload_regressor, weighted_fit)
 from robot_dynamics.core.model import JOINT_TERMS
 from robot_dynamics.core.regressor import INERTIAL_NAMES, parameter_names
 
@@ -52,6 +52,7 @@ class Samples:
     sign: np.ndarray
     dt: float
     order: np.ndarray   # order[i]: model index of the recording's joint i
+    gaps: list = dataclasses.field(default_factory=list)   # (t, length) s of each gap
 
 
 def joint_order(model, joint_names):
@@ -71,7 +72,10 @@ def joint_order(model, joint_names):
 def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=200):
     """Samples for fitting: resampled, differentiated, filtered, edges of ``edge`` s dropped.
 
-    ``edge`` defaults to 2 / cutoff; at most ``max_samples`` are kept (evenly decimated).
+    ``edge`` defaults to 2 / cutoff; at most ``max_samples`` are kept (evenly decimated). A gap
+    in the stamps (lost messages: longer than 2 periods and MAX_GAP / cutoff) splits the
+    recording into stretches, each processed alone (``stretch``): the regressor's rows need no
+    continuity, only the filter does.
     """
     order = joint_order(model, recording.joint_names)
     t, q, tau = recording.t, recording.q, recording.tau
@@ -90,25 +94,38 @@ def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=2
     if cutoff >= 0.5 / dt:
         raise FitError(f'--cutoff {cutoff} Hz must be below half the sample rate '
                        f'({0.5 / dt:.4g} Hz)')
-    if step.max() > max(2 * dt, MAX_GAP / cutoff):
-        k = int(np.argmax(step))
-        raise FitError(f'a gap of {step[k]:.3g} s in the stamps at t = {t[k]:.3f} s (sampling '
-                       f'every {dt:.3g} s): record again, or cut the recording there')
+    gaps = np.flatnonzero(step > max(2 * dt, MAX_GAP / cutoff))
+    drop = int(np.ceil((2.0 / cutoff if edge is None else edge) / dt))
+    pieces = [p for p in (stretch(model, t[k], q[k], tau[k], dt, cutoff, drop)
+                          for k in np.split(np.arange(len(t)), gaps + 1)) if p is not None]
+    total = sum(len(p[0]) for p in pieces)
+    if total < min_samples:
+        between = f' of each stretch between the {len(gaps)} gaps in the stamps' if len(
+            gaps) else ''
+        raise FitError(f'too few samples: {total} left after dropping {drop * dt:.3g} s at '
+                       f'each end{between}, at least {min_samples} needed')
+    every = max(1, -(-total // max_samples))
+    x_model = [np.empty_like(np.concatenate(x)[::every]) for x in zip(*pieces)]
+    for x, y in zip(x_model, zip(*pieces)):
+        x[:, order] = np.concatenate(y)[::every]
+    return Samples(*x_model, dt * every, order, [(float(t[k]), float(step[k])) for k in gaps])
+
+
+def stretch(model, t, q, tau, dt, cutoff, drop):
+    """(q, q̇, q̈, τ, sign) of one stretch without gaps, on a grid of dt, edges dropped.
+
+    None if nothing is left after dropping ``drop`` samples at each end (or too short to filter).
+    """
     grid = t[0] + dt * np.arange(int(round((t[-1] - t[0]) / dt)) + 1)
+    if len(grid) - 2 * drop < 1 or len(grid) < 50:   # the zero-phase filter's padding
+        return None
     q = np.column_stack([np.interp(grid, t, x) for x in q.T])
     tau = np.column_stack([np.interp(grid, t, x) for x in tau.T])
     q, v, a = differentiate(q, dt, cutoff)
     tau = lowpass(tau, dt, cutoff)
     sign = lowpass(smooth_sign(v, model.coulomb_velocity), dt, cutoff)   # parallel filtering
-    drop = int(np.ceil((2.0 / cutoff if edge is None else edge) / dt))
-    keep = slice(drop, len(grid) - drop, max(1, -(-(len(grid) - 2 * drop) // max_samples)))
-    if len(grid[keep]) < min_samples:
-        raise FitError(f'too few samples: {max(len(grid[keep]), 0)} left after dropping '
-                       f'{drop * dt:.3g} s at each end, at least {min_samples} needed')
-    x_model = [np.empty_like(x[keep]) for x in (q, v, a, tau, sign)]
-    for x, y in zip(x_model, (q, v, a, tau, sign)):
-        x[:, order] = y[keep]
-    return Samples(*x_model, dt * keep.step, order)
+    keep = slice(drop, len(grid) - drop)
+    return q[keep], v[keep], a[keep], tau[keep], sign[keep]
 
 
 @dataclasses.dataclass
@@ -266,11 +283,13 @@ def payload_of(theta):
     return dict(mass=mass, com=com, inertia=inertia)
 
 
-def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weighted=False):
+def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weighted=False,
+              prior_std=PRIOR_STD):
     """The links' inertial parameters (and joint terms) by ``rd.identify`` (module docstring).
 
     Y with the filtered Coulomb columns goes to ``rd.identify(..., Y=)``; the full parameters
-    are its physically consistent ones nearest the URDF's (``physical=True``).
+    are its consistent fit (physical bodies, joint terms >= 0), regularised towards the URDF's
+    with the prior's standard deviation ``prior_std`` (in units of each body's size).
     """
     if friction or armature:
         check_motion(model, s, 'friction and armature')
@@ -279,11 +298,13 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     base, Y = rd.base_parameters(model, **flags), regressor(model, s, flags)
     condition = check_conditioning(Y[..., base.independent], base.names, max_condition)
     result = rd.identify(model, s.q, s.v, s.a, s.tau, **flags, base=base, Y=Y,
-                         noise_std='estimate' if weighted else None)
+                         noise_std='estimate' if weighted else None, prior_std=prior_std)
     fit = Fit(base.names, result.theta_base, result.std_base, condition,
               rms(s.tau - rd.rnea(model, s.q, s.v, s.a)), result.residual_rms,
               inertia=result.model.inertia.copy(),
               **{kind: getattr(result, kind) for kind, flag in flags.items() if flag})
+    fit.notes.append(f'residual RMS of the unconstrained least squares (not physical in '
+                     f'general): {np.array2string(result.least_squares_rms, precision=4)}')
     for joint, c in zip(model.joint_names, result.consistency):
         if not (c['positive_definite'] and c['triangle']):
             moments = c['principal_moments']
@@ -294,7 +315,7 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     free = np.abs(np.diag(np.linalg.pinv(base.P) @ base.P)[n:] - 1.0) > 1e-8
     merged = [name for name, f in zip(parameter_names(model, **flags)[n:], free) if f]
     if merged:
-        fit.notes.append(f'not separable from the links (the split is the physical one nearest '
-                         f'the URDF): {", ".join(merged)}')
+        fit.notes.append(f'not separable from the links (the prior splits them): '
+                         f'{", ".join(merged)}')
     settle_joint_terms(fit, model, s)
     return fit
