@@ -259,8 +259,11 @@ def follow(arm, held, waypoint_set, answer, start):
 
 
 def good(followed):
-    """Followed (lagging where max_effort_rate, 1000 N m/s, holds the feedforward back: the time
-    scaling bounds efforts, not their rate) to its end, within the tolerances of the limits."""
+    """Whether the arm followed the set to its end and stayed within the limits' tolerances.
+
+    The tracking error allows a lag where max_effort_rate (1000 N m/s) holds the feedforward
+    back: the time scaling bounds efforts, not their rate.
+    """
     error, end, position, speed = followed
     return (error < 0.1 and end < 0.01 and position <= POSITION_TOLERANCE and
             speed <= VELOCITY_TOLERANCE)
