@@ -53,7 +53,7 @@ DETECTION_PARAMS = (
           'residual (needs measured efforts in joint_states); off by default: the default '
           'thresholds presume a model within 5 % of the arm'),
     Param('collision.thresholds', [], 'double[]', 'per joint |tau_ext| over which a sample '
-          'counts, N m (N); empty: 7 % of each effort limit (5 % with modelled friction)',
+          'counts, N m (N); empty: 15 % of each effort limit (5 % with modelled friction)',
           per_joint=True),
     Param('collision.samples', SAMPLES, 'integer', 'consecutive samples over a threshold that '
           'make a collision (the delay after the crossing is samples - 1 cycles)',
