@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/soak.py [--duration 600] [--busy] [--robot panda] [--json FILE]
         [--engine internal|mujoco] [--plant none|realistic|panda_gaz2019]
-        [--amplitude 0.3] [--segment 1.0] [--push 0]
+        [--amplitude 0.3] [--segment 1.0] [--push 0] [--command-wait S] [--state-timeout S]
 
 The simulated_arm bring-up runs as processes on loopback DDS (robot_dynamics.run) for
 ``duration`` s of the arm's clock (the joint-state stamps; at most 3x that in wall time when the
@@ -175,7 +175,7 @@ def series(diagnostics, node, key):
 
 
 def soak(duration=600.0, robot='panda', busy=False, log=print, engine='', plant='none',
-         amplitude=0.3, segment=1.0, push=0.0, command_wait=None):
+         amplitude=0.3, segment=1.0, push=0.0, command_wait=None, state_timeout=None):
     """Run the soak; returns the report (a dict)."""
     config = bringup.load_config(bringup.config_file(f'{robot}.yaml'))
     controller = config['dynamics_controller']['ros__parameters']
@@ -194,11 +194,12 @@ def soak(duration=600.0, robot='panda', busy=False, log=print, engine='', plant=
     os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',
                                            'FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_LOG_DIR')})
     # collision detection on, report only: its false alarms are counted (controller.collisions)
+    timeout = {} if state_timeout is None else {'state_timeout': state_timeout}
     specs = bringup.nodes('simulated_arm', robot=robot, mode='computed_torque', engine=engine,
                           overrides={
                               'dynamics_controller': {'collision.enable': True,
-                                                      'collision.reaction': 'none'},
-                              'wrench_estimator': {'collision.enable': True},
+                                                      'collision.reaction': 'none', **timeout},
+                              'wrench_estimator': {'collision.enable': True, **timeout},
                               'arm_simulator': {'plant.profile': plant,
                                                 **({'command_wait': command_wait}
                                                    if command_wait is not None else {})}})
@@ -248,6 +249,7 @@ def soak(duration=600.0, robot='panda', busy=False, log=print, engine='', plant=
             report['push'] = push_detection(monitor, push, controller['base'], segment,
                                             config['wrench_estimator']['ros__parameters'])
         report.update(engine=engine or 'from the config', plant=plant, command_wait=command_wait,
+                      state_timeout=state_timeout,
                       trajectory={'amplitude_rad': amplitude, 'segment_s': segment})
     finally:
         codes = processes.stop()
@@ -369,10 +371,14 @@ def main(argv=None):
     parser.add_argument('--command-wait', type=float,
                         help="the simulator's command_wait, s (default its own, 2 ms; 0.1: the "
                              'simulator waits for a loaded controller rather than run on)')
+    parser.add_argument('--state-timeout', type=float,
+                        help="the nodes' state_timeout, s (default theirs, 0.1; 5: a loaded "
+                             'machine stalling the simulator does not make the controller stop '
+                             'and then hold wherever the arm stands)')
     args = parser.parse_args(argv)
     report = soak(args.duration, args.robot, args.busy, engine=args.engine, plant=args.plant,
                   amplitude=args.amplitude, segment=args.segment, push=args.push,
-                  command_wait=args.command_wait)
+                  command_wait=args.command_wait, state_timeout=args.state_timeout)
     text = json.dumps(report, indent=1)
     print(text)
     if args.json:

@@ -5,8 +5,10 @@ the simulated arm on the realistic plant (plant.profile realistic: masses ±10 %
 friction, sensor noise, a command delay; the nodes on the nominal URDF), fast back-and-forth
 trajectories (every joint ±0.5 rad in 0.5 s: 69 % of the velocity limits of joints 1-4,
 12 rad/s²), collision detection on in both nodes with the default thresholds (the controller
-reporting only). ``--command-wait 0.1``: on a loaded machine the simulator waits for a lagging
-controller instead of running on a stale command (which a real arm would not do either).
+reporting only). A loaded machine is not the plant under test: with ``--command-wait 0.1`` the
+simulator waits for a lagging controller instead of running on a stale command, with
+``--state-timeout 5`` a stalled simulator does not make the controller stop and then hold
+wherever the arm stands (a stall so handled made the arm flail in one soak: residuals of 150 N m).
 Asserted: zero NaN commands and zero effort-limit violations (the script checks every command it
 receives against the URDF limits), no false collision alarm from either node, the nodes ran and
 exited cleanly, flat memory. Latency, missed cycles and the residual peaks against the
@@ -26,7 +28,7 @@ def test_sixty_second_soak_on_the_realistic_plant(tmp_path):
     out = tmp_path / 'soak.json'
     result = subprocess.run([sys.executable, str(SCRIPT), '--duration', '60', '--plant',
                              'realistic', '--amplitude', '0.5', '--segment', '0.5',
-                             '--command-wait', '0.1', '--json', str(out)],
+                             '--command-wait', '0.1', '--state-timeout', '5', '--json', str(out)],
                             capture_output=True, text=True, timeout=420)
     assert out.exists(), result.stdout[-3000:] + result.stderr[-3000:]
     report = json.loads(out.read_text())
