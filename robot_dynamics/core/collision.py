@@ -14,7 +14,7 @@ friction of the realistic simulated plant (simulation.plant.REALISTIC) up to the
 0.3 N m s/rad × 2.61 rad/s + 0.3 N m breakaway = 1.08 N m, 9 % of 12 N m on the Panda's wrist.
 φ = 7 % tripped on that plant's wrist over fast trajectories (92 % of the velocity limits), where
 its friction and its armature unknown to the model (0.05 kg m² × 18 rad/s²) made residuals of
-1.3-1.6 N m (scripts/soak.py --plant realistic). Panda: 13.05 N m (joints 1-4), 1.8 N m (joints
+1.3-1.8 N m (scripts/soak.py --plant realistic). Panda: 13.05 N m (joints 1-4), 1.8 N m (joints
 5-7).
 
 Contact the task intends is not a collision: a payload rides in the Model (rd.with_payload), so
