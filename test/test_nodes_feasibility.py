@@ -44,9 +44,9 @@ assert [PIN.names[i] for i in range(1, PIN.njoints)] == JOINTS
 LOWER, UPPER = PIN.lowerPositionLimit, PIN.upperPositionLimit
 SPEED, EFFORT = PIN.velocityLimit, PIN.effortLimit
 # Tracking allowances of computed torque (kp 400, kd 40) on the nominal plant. Measured over DDS
-# on both engines, 3 runs each on a loaded machine: the arm stayed inside every limit, its speeds
-# at least 0.020 rad/s below them (the time scaling's 1 % headroom), its positions at least
-# 0.18 mrad inside a limit it was sent to within 1 mrad of.
+# on both engines, 3 undisturbed runs each on a loaded machine: the arm stayed inside every
+# limit, its speeds at least 0.020 rad/s below them (the time scaling's 1 % headroom), its
+# positions at least 0.18 mrad inside a limit it was sent to within 1 mrad of.
 POSITION_TOLERANCE = 0.005   # rad
 VELOCITY_TOLERANCE = 0.05    # rad/s
 # a loaded machine stalls the simulator for up to a second: the controller keeps tracking then
