@@ -36,7 +36,7 @@ residual) 5.9x on joints 1-4 and 1.78x on the wrist; the 60 N push at the tip de
 5.9-7.9 ms after its onset. At 92 % of the velocity limits (``--amplitude 0.6 --segment
 0.45``): 0 false alarms, margins 4.5x and 1.09-1.39x, the push detected after 12.9-19.9 ms
 (a pose where it loads the wrist little). On the nominal plant (test_nodes_contact_safety.py):
-the push detected after 6.9-8.9 ms; test_nodes_feasibility.py: random waypoint sets never drive
+the push detected after 6.9-9.9 ms; test_nodes_feasibility.py: random waypoint sets never drive
 the arm outside its position and velocity limits.
 """
 import dataclasses
