@@ -37,7 +37,7 @@ residual) 5.9x on joints 1-4 and 1.78x on the wrist; the 60 N push at the tip de
 0.45``): 0 false alarms, margins 4.5x and 1.09-1.39x, the push detected after 12.9-19.9 ms
 (a pose where it loads the wrist little). On the nominal plant (test_nodes_contact_safety.py):
 the push detected after 6.9-9.9 ms; test_nodes_feasibility.py: random waypoint sets never drive
-the arm outside its position and velocity limits.
+the arm outside its position and velocity limits while the loop keeps up.
 """
 import dataclasses
 import math
