@@ -1,12 +1,26 @@
 """1 kHz soak: simulator + controller (computed torque) + estimator, then a report.
 
     .venv/bin/python scripts/soak.py [--duration 600] [--busy] [--robot panda] [--json FILE]
+        [--engine internal|mujoco] [--plant none|realistic|panda_gaz2019]
+        [--amplitude 0.3] [--segment 1.0] [--push 0] [--command-wait S] [--state-timeout S]
 
-The simulated_arm bring-up runs as processes on loopback DDS (robot_dynamics.run); this script
-sends the controller a back-and-forth trajectory every few seconds, records every effort command
-(NaN, effort-limit violations against the URDF), /diagnostics (latency, overruns, clamps,
-rejected messages) and, every second, CPU and resident memory of each process from /proc.
-``--busy`` adds a process spinning on the other core.
+The simulated_arm bring-up runs as processes on loopback DDS (robot_dynamics.run) for
+``duration`` s of the arm's clock (the joint-state stamps; at most 3x that in wall time when the
+simulator falls behind); this script sends the controller a back-and-forth trajectory (every
+joint ± ``amplitude`` rad and back, each way in ``segment`` s) 1 s after the previous one ends
+(on the arm's clock), records every effort command (NaN, effort-limit
+violations against the URDF), /diagnostics (latency, overruns, clamps, rejected messages) and,
+every second, CPU and resident memory of each process from /proc. ``--busy`` adds a process
+spinning on the other core. ``--plant`` sets the simulated arm's ``plant.profile`` (the nodes
+keep the nominal model), ``--engine`` its engine.
+
+Contact safety: both nodes detect collisions with their defaults (the controller reporting
+only, ``collision.reaction: none``); the report counts their events (false alarms: nothing
+touches the arm) and gives the largest |τ_ext| per joint of the estimator's
+``~/external_joint_torques`` (the same observer as the controller's) against the thresholds:
+``threshold_margins`` = threshold / peak. ``--push F`` then pushes F newtons down at the tip
+during one more trajectory and reports the detection delay of both nodes after the push's onset
+(the estimator's force along the push first over half of it, less ln 2 / K: a first-order rise).
 
 Latency, end to end: joint state published by the simulator -> effort command received by it
 (its ``loop_latency``), and joint state received -> effort published inside the controller
@@ -27,15 +41,21 @@ import xml.etree.ElementTree as ET
 import numpy as np
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
+import robot_dynamics as rd
 from robot_dynamics import bringup, run
 from robot_dynamics.core.robots import robot_urdf
+from robot_dynamics.nodes.contact_safety import EVENT_QOS
 
 PAGE, TICK = os.sysconf('SC_PAGE_SIZE'), os.sysconf('SC_CLK_TCK')
+DETECTORS = ('dynamics_controller', 'wrench_estimator')
+WALL_LIMIT = 3.0   # the soak ends after this many times its duration in wall time
 
 
 def process_sample(pid):
@@ -49,17 +69,34 @@ def process_sample(pid):
 class Monitor:
     """Records commands and /diagnostics; publishes the trajectories."""
 
-    def __init__(self, limits, joints, q0):
+    def __init__(self, limits, joints, q0, amplitude=0.3, segment=1.0):
         self.node = rclpy.create_node('soak_monitor')
         self.limits, self.joints, self.q0 = limits, joints, q0
+        self.amplitude, self.segment = amplitude, segment
         self.commands = self.nan = self.violations = 0
         self.diagnostics = []   # (time, node name, {key: value})
+        self.residual_peak, self.residuals = np.zeros(len(joints)), 0
+        self.recording_residuals = True
+        self.arm_time, self.trajectories = None, 0   # the newest joint-state stamp seen, s
+        self.wrenches = []      # (stamp, force (3,)) while ``pushing``
+        self.pushing = False
+        self.events = {node: [] for node in DETECTORS}   # ERROR statuses on ~/collision
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
         self.node.create_subscription(Float64MultiArray, 'effort_controller/commands',
                                       self.on_command, qos)
         self.node.create_subscription(DiagnosticArray, '/diagnostics', self.on_diagnostics, 100)
+        self.node.create_subscription(JointState, '/wrench_estimator/external_joint_torques',
+                                      self.on_residual, qos)
+        self.node.create_subscription(WrenchStamped, '/wrench_estimator/wrench', self.on_wrench,
+                                      qos)
+        for node in DETECTORS:
+            self.node.create_subscription(
+                DiagnosticArray, f'/{node}/collision',
+                lambda msg, node=node: self.on_event(node, msg), EVENT_QOS)
         self.trajectory = self.node.create_publisher(
             JointTrajectory, '/dynamics_controller/joint_trajectory', 10)
+        self.wrench = self.node.create_publisher(WrenchStamped, '/arm_simulator/external_wrench',
+                                                 10)
         self.sign = 1.0
 
     def on_command(self, msg):
@@ -69,6 +106,24 @@ class Monitor:
             self.nan += 1
         elif (np.abs(tau) > self.limits + 1e-9).any():
             self.violations += 1
+
+    def on_residual(self, msg):
+        self.arm_time = _stamp(msg)
+        if self.recording_residuals:
+            index = [list(msg.name).index(j) for j in self.joints]
+            np.maximum(self.residual_peak, np.abs(np.asarray(msg.effort)[index]),
+                       out=self.residual_peak)
+            self.residuals += 1
+
+    def on_wrench(self, msg):
+        if self.pushing:
+            f = msg.wrench.force
+            self.wrenches.append((_stamp(msg), np.array([f.x, f.y, f.z])))
+
+    def on_event(self, node, msg):
+        status = msg.status[0]
+        if status.level == status.ERROR:
+            self.events[node].append({kv.key: kv.value for kv in status.values})
 
     def on_diagnostics(self, msg):
         for status in msg.status:
@@ -81,13 +136,32 @@ class Monitor:
             self.diagnostics.append((time.monotonic(), status.name.split(':')[0], values))
 
     def send_trajectory(self):
-        """q0 -> q0 ± 0.3 rad (every joint) -> q0 in 2 s, from time 0.5 s (blended)."""
-        offset = self.sign * 0.3
-        self.sign = -self.sign
-        points = [(self.q0 + offset, 1.0), (self.q0, 2.0)]
+        """q0 -> q0 ± amplitude (every joint) -> q0, segment s each way (blended from now)."""
+        offset = self.sign * self.amplitude
+        self.sign, self.trajectories = -self.sign, self.trajectories + 1
+        points = [(self.q0 + offset, self.segment), (self.q0, 2 * self.segment)]
         self.trajectory.publish(JointTrajectory(joint_names=self.joints, points=[
             JointTrajectoryPoint(positions=list(q), time_from_start=_duration(t))
             for q, t in points]))
+
+    def wait_arm(self, t, timeout=30.0):
+        """Until the arm's clock (joint-state stamps) reaches t."""
+        deadline = time.monotonic() + timeout
+        while self.arm_time < t:
+            if time.monotonic() > deadline:
+                raise RuntimeError('the simulated arm is stuck')
+            time.sleep(0.01)
+
+    def push(self, wrench, frame):
+        msg = WrenchStamped()
+        msg.header.frame_id = frame
+        w = msg.wrench
+        (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench
+        self.wrench.publish(msg)
+
+
+def _stamp(msg):
+    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
 def _duration(t):
@@ -100,14 +174,19 @@ def series(diagnostics, node, key):
                      isinstance(v.get(key), float)])
 
 
-def soak(duration=600.0, robot='panda', busy=False, log=print):
+def soak(duration=600.0, robot='panda', busy=False, log=print, engine='', plant='none',
+         amplitude=0.3, segment=1.0, push=0.0, command_wait=None, state_timeout=None):
     """Run the soak; returns the report (a dict)."""
     config = bringup.load_config(bringup.config_file(f'{robot}.yaml'))
-    joints = config['dynamics_controller']['ros__parameters']['joints']
+    controller = config['dynamics_controller']['ros__parameters']
+    joints = controller['joints']
     q0 = np.array(config['arm_simulator']['ros__parameters']['initial_position'])
     limit = {j.get('name'): j.find('limit') for j in
              ET.parse(robot_urdf(robot)).getroot().iter('joint')}
     limits = np.array([float(limit[j].get('effort')) for j in joints])
+    model = rd.load_urdf(robot_urdf(robot), controller['base'], controller['tip'])
+    order = [model.joint_names.index(j) for j in joints]
+    thresholds = rd.default_thresholds(model)[order]   # what both nodes use (joints order)
 
     domain, lock = run.allocate_domain_id()
     work = pathlib.Path(tempfile.mkdtemp(prefix='robot_dynamics_soak_'))
@@ -115,12 +194,19 @@ def soak(duration=600.0, robot='panda', busy=False, log=print):
     os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',
                                            'FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_LOG_DIR')})
     # collision detection on, report only: its false alarms are counted (controller.collisions)
-    specs = bringup.nodes('simulated_arm', robot=robot, mode='computed_torque', overrides={
-        'dynamics_controller': {'collision.enable': True, 'collision.reaction': 'none'}})
+    timeout = {} if state_timeout is None else {'state_timeout': state_timeout}
+    specs = bringup.nodes('simulated_arm', robot=robot, mode='computed_torque', engine=engine,
+                          overrides={
+                              'dynamics_controller': {'collision.enable': True,
+                                                      'collision.reaction': 'none', **timeout},
+                              'wrench_estimator': {'collision.enable': True, **timeout},
+                              'arm_simulator': {'plant.profile': plant,
+                                                **({'command_wait': command_wait}
+                                                   if command_wait is not None else {})}})
     processes = run.Processes(specs, env, work, output=work)
     spinner = subprocess.Popen([sys.executable, '-c', 'while True: pass']) if busy else None
     rclpy.init()
-    monitor = Monitor(limits, joints, q0)
+    monitor = Monitor(limits, joints, q0, amplitude, segment)
     executor = SingleThreadedExecutor()
     executor.add_node(monitor.node)
     thread = threading.Thread(target=executor.spin, daemon=True)
@@ -133,19 +219,38 @@ def soak(duration=600.0, robot='panda', busy=False, log=print):
                 raise RuntimeError(f'nodes did not start: {processes.exited()} (logs in {work})')
             time.sleep(0.1)
         start = time.monotonic()
-        log(f'soak: {duration:.0f} s, {robot}, busy core: {busy}, logs in {work}')
-        next_trajectory = start + 1.0
-        while time.monotonic() - start < duration:
+        log(f'soak: {duration:.0f} s, {robot}, engine {engine or "from the config"}, plant '
+            f'{plant}, ±{amplitude} rad in {segment} s, busy core: {busy}, logs in {work}')
+        while monitor.arm_time is None:
+            if time.monotonic() - start > 30 or processes.exited():
+                raise RuntimeError(f'no external joint torques (logs in {work})')
+            time.sleep(0.1)
+        arm_start, sampled = monitor.arm_time, -np.inf
+        next_trajectory = arm_start + 1.0
+        while (monitor.arm_time - arm_start < duration and
+               time.monotonic() - start < WALL_LIMIT * duration):
             now = time.monotonic()
-            for name, p in processes.procs.items():
-                samples[name].append((now - start, *process_sample(p.pid)))
-            if now >= next_trajectory:
+            if now - sampled >= 1.0:
+                sampled = now
+                for name, p in processes.procs.items():
+                    samples[name].append((now - start, *process_sample(p.pid)))
+            if monitor.arm_time >= next_trajectory:   # the previous one ended 1 s ago
                 monitor.send_trajectory()
-                next_trajectory = now + 3.0
+                next_trajectory = monitor.arm_time + 2 * segment + 1.0
             if processes.exited():
                 raise RuntimeError(f'nodes exited: {processes.exited()} (logs in {work})')
-            time.sleep(1.0)
+            time.sleep(0.05)
         report = make_report(monitor, samples, duration, busy)
+        report.update(arm_time_s=round(monitor.arm_time - arm_start, 3),
+                      wall_time_s=round(time.monotonic() - start, 3),
+                      trajectories=monitor.trajectories)
+        report['contact_safety'] = contact_report(monitor, thresholds)
+        if push:
+            report['push'] = push_detection(monitor, push, controller['base'], segment,
+                                            config['wrench_estimator']['ros__parameters'])
+        report.update(engine=engine or 'from the config', plant=plant, command_wait=command_wait,
+                      state_timeout=state_timeout,
+                      trajectory={'amplitude_rad': amplitude, 'segment_s': segment})
     finally:
         codes = processes.stop()
         if spinner:
@@ -157,6 +262,53 @@ def soak(duration=600.0, robot='panda', busy=False, log=print):
         rclpy.try_shutdown()
         lock.close()
     report['exit_codes'] = codes
+    return report
+
+
+def contact_report(monitor, thresholds):
+    """False alarms of both detectors and the residual peaks against the thresholds."""
+    monitor.recording_residuals = False
+    peak = monitor.residual_peak
+    return {'false_alarms': {node: len(events) for node, events in monitor.events.items()},
+            'events': {node: events[:3] for node, events in monitor.events.items() if events},
+            'residuals_seen': monitor.residuals,
+            'residual_peak_nm': np.round(peak, 3).tolist(),
+            'thresholds_nm': np.round(thresholds, 3).tolist(),
+            'threshold_margins': np.round(thresholds / np.maximum(peak, 1e-12), 2).tolist()}
+
+
+def push_detection(monitor, force, base, segment, estimator):
+    """Push ``force`` N down at the tip mid-trajectory; each node's delay after the onset, s.
+
+    The onset: the estimator's force along the push first over half of it, less ln 2 / K (its
+    first-order rise reaches half of a step ln 2 / K after the step).
+    """
+    gain = float(np.min(estimator['observer_gain']))
+    before = {node: len(events) for node, events in monitor.events.items()}
+    monitor.wait_arm(monitor.arm_time + 2 * segment + 1.0)   # the last trajectory ended
+    monitor.send_trajectory()
+    monitor.wait_arm(monitor.arm_time + 0.5 * segment)
+    monitor.pushing = True
+    monitor.push([0.0, 0.0, 0.0, 0.0, 0.0, -force], base)
+    deadline = time.monotonic() + 10.0
+    while time.monotonic() < deadline and any(
+            len(monitor.events[node]) == before[node] for node in before):
+        time.sleep(0.05)
+    time.sleep(0.2)
+    monitor.push([0.0] * 6, base)
+    monitor.pushing = False
+    half = [t for t, f in monitor.wrenches if -f[2] > 0.5 * force]
+    if not half:
+        return {'force_n': force, 'detected': False, 'reason': 'no estimate over half the push'}
+    onset = half[0] - np.log(2) / gain
+    report = {'force_n': force, 'onset_s': round(onset, 6)}
+    for node, events in monitor.events.items():
+        if len(events) > before[node]:   # a false alarm before stays latched: no new event
+            report[node] = {'delay_ms': round(1e3 * (float(events[-1]['time']) - onset), 2),
+                            'joints': events[-1]['joints'],
+                            'torques_nm': events[-1]['torques']}
+        else:
+            report[node] = 'not detected'
     return report
 
 
@@ -196,7 +348,8 @@ def make_report(monitor, samples, duration, busy):
                         'rate_limited_commands', 'non_finite_commands', 'timeouts',
                         'collisions')},
         'estimator': {k: last.get('wrench_estimator', {}).get(k) for k in
-                      ('estimates', 'rejected_states', 'observer_restarts', 'compute_p99_us')},
+                      ('estimates', 'rejected_states', 'observer_restarts', 'collisions',
+                       'compute_p99_us')},
         'commands_seen': monitor.commands, 'nan_commands': monitor.nan,
         'limit_violations': monitor.violations, 'processes': processes}
 
@@ -207,8 +360,25 @@ def main(argv=None):
     parser.add_argument('--robot', default='panda')
     parser.add_argument('--busy', action='store_true', help='load the other core')
     parser.add_argument('--json', help='also write the report to this file')
+    parser.add_argument('--engine', default='', help='internal or mujoco (default: the config)')
+    parser.add_argument('--plant', default='none',
+                        help="the simulated arm's plant.profile (none, realistic, panda_gaz2019)")
+    parser.add_argument('--amplitude', type=float, default=0.3,
+                        help='rad, every joint, each trajectory')
+    parser.add_argument('--segment', type=float, default=1.0, help='s, each way')
+    parser.add_argument('--push', type=float, default=0.0,
+                        help='N: then push down at the tip, detection delay reported (0: no push)')
+    parser.add_argument('--command-wait', type=float,
+                        help="the simulator's command_wait, s (default its own, 2 ms; 0.1: the "
+                             'simulator waits for a loaded controller rather than run on)')
+    parser.add_argument('--state-timeout', type=float,
+                        help="the nodes' state_timeout, s (default theirs, 0.1; 5: a loaded "
+                             'machine stalling the simulator does not make the controller stop '
+                             'and then hold wherever the arm stands)')
     args = parser.parse_args(argv)
-    report = soak(args.duration, args.robot, args.busy)
+    report = soak(args.duration, args.robot, args.busy, engine=args.engine, plant=args.plant,
+                  amplitude=args.amplitude, segment=args.segment, push=args.push,
+                  command_wait=args.command_wait, state_timeout=args.state_timeout)
     text = json.dumps(report, indent=1)
     print(text)
     if args.json:

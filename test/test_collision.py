@@ -15,8 +15,8 @@ DT = 1e-3
 
 
 def test_default_thresholds_formula():
-    # (ρ + φ) τ_max: 12 % of 87 N m and of 12 N m
-    np.testing.assert_allclose(default_thresholds(PANDA), [10.44] * 4 + [1.44] * 3, rtol=1e-12)
+    # (ρ + φ) τ_max: 15 % of 87 N m and of 12 N m
+    np.testing.assert_allclose(default_thresholds(PANDA), [13.05] * 4 + [1.8] * 3, rtol=1e-12)
     with_friction = PANDA.replace(coulomb=np.array([0.5, 0.5, 0, 0, 0, 0, 0.1]))
     np.testing.assert_allclose(default_thresholds(with_friction, 0.1, 0.05),
                                [8.7, 8.7, 13.05, 13.05, 1.8, 1.8, 1.2], rtol=1e-12)
@@ -45,7 +45,7 @@ def test_noise_and_isolated_spikes_never_trip():
 def test_a_step_trips_after_n_samples_and_stays_latched_until_reset():
     detector = CollisionDetector(PANDA, samples=4)
     step = np.zeros(7)
-    step[[1, 5]] = [-11.0, 1.5]   # over 10.44 and 1.44
+    step[[1, 5]] = [-14.0, 1.9]   # over 13.05 and 1.8
     events = [detector.update(k * DT, step if 100 <= k < 110 else np.zeros(7))
               for k in range(200)]
     first = next(k for k, e in enumerate(events) if e is not None)
@@ -54,8 +54,8 @@ def test_a_step_trips_after_n_samples_and_stays_latched_until_reset():
     assert all(e is event for e in events[first:])   # latched after the step has gone
     assert event.time == pytest.approx(0.103) and event.onset == pytest.approx(0.100)
     assert event.joints == ('panda_joint2', 'panda_joint6')
-    assert event.torques == (-11.0, 1.5) and event.thresholds == pytest.approx((10.44, 1.44))
-    assert 'panda_joint2 -11 (threshold 10.4)' in str(event)
+    assert event.torques == (-14.0, 1.9) and event.thresholds == pytest.approx((13.05, 1.8))
+    assert 'panda_joint2 -14 (threshold 13.1)' in str(event)
     detector.reset()
     assert detector.update(0.2, np.zeros(7)) is None
     # an interrupted run restarts the count
