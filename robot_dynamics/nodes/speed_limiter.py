@@ -50,8 +50,9 @@ WARN_RATIO = 0.8        # arrow colour: green below 0.8 v_max, orange up to v_ma
 GREEN, ORANGE, RED = (0.1, 0.8, 0.1), (1.0, 0.6, 0.0), (0.9, 0.1, 0.1)
 
 PARAMS = (
-    Param('pfl.enable', False, 'bool', 'power and force limiting: scale the trajectory clock '
-          'so each contact point stays <= v_max of its body regions (ISO/TS 15066 A.3)'),
+    Param('pfl.enable', False, 'bool', 'power and force limiting: slow joint trajectories and '
+          'task-space target streams so each contact point stays <= v_max of its body regions '
+          '(ISO/TS 15066 A.3)'),
     Param('pfl.frames', [], 'string[]', 'contact points: frame names (empty: the tip)'),
     Param('pfl.offsets', [], 'double[]', 'contact points: 3 per frame, m, from the frame origin '
           'in frame axes (empty: the frame origins)'),

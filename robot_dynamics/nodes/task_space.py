@@ -18,7 +18,8 @@ non-finite check) like the joint modes' commands.
   stamp), the target pose is the stream's path at τ (pose_interpolation between the two poses
   around it: one period behind the newest at s = 1), its twist s ẋ_n and, for
   operational_space, its acceleration s² ẍ_n + ṡ ẋ_n, where ẋ_n is that segment's twist and ẍ_n
-  its change from the previous one. s comes from ẋ_n (the planned motion). A stream slowed down
+  its change from the previous one. s comes from the planned motion: the faster of ẋ_n and the
+  next segment's twist (ẍ_d carries the target towards the latter). A stream slowed down
   stays behind and catches up once it has ended; switched off, the newest pose is the target
   again once caught up. A single target pose is not scaled (the spring's pull, no plan).
 - ``~/target_wrench`` (geometry_msgs/WrenchStamped): feed-forward F_d at the tip origin, in the
@@ -280,7 +281,7 @@ class TaskSpace:
             return self.pose_d, self.target_twist(), None
         streaming = time.monotonic() < self.twist_until
         s_before = limiter.s
-        nominal = self.segment_twist(self.tau) if streaming or late else np.zeros(6)
+        nominal = self.nominal_twist() if streaming or late else np.zeros(6)
         s = limiter.task_scale(q, v, self.law.frame, nominal, dt)
         if late:
             self.tau = min(self.tau + s * dt, self.path[-1][0])
@@ -294,6 +295,12 @@ class TaskSpace:
         accel = np.zeros(6) if k < 2 else (twist - self.segment_twist(t0)) / (t1 - t0)
         s_dot = (s - s_before) / dt if dt > 0.0 else 0.0
         return self.pose_d, s * twist, s ** 2 * accel + s_dot * twist
+
+    def nominal_twist(self):
+        """The faster of ẋ_n at τ and the next segment's (ẍ_d carries the target towards it)."""
+        ahead = self.path[min(self.segment(self.tau) + 1, len(self.path) - 1)][0]
+        return max(self.segment_twist(self.tau), self.segment_twist(ahead),
+                   key=lambda twist: np.linalg.norm(twist[3:]))
 
     def segment(self, tau):
         """k: the stream's poses k − 1 and k enclose the stream time τ (k >= 1)."""
