@@ -9,16 +9,16 @@ ScaledClock (dτ/dt = s): q̇ = s q̇_d(τ), q̈ = s² q̈_d(τ) + ṡ q̇_d(τ)
 
 What is scaled: joint trajectories (``~/joint_trajectory``) in computed_torque mode, and in the
 task-space modes the motion of a stream of stamped target poses (task_space.py): the stream is
-played on the same kind of clock, the target trailing the newest pose by a lag that grows at
-1 − s while the stream runs (the target pose interpolated on the stream's path, its twist s ẋ_d);
-s from the stream's nominal twist ẋ_d through q̇ = J̄ ẋ_d at the measured q (the joint velocity
-of least kinetic energy, what the task-space law asks for). Not scaled: streamed setpoints
+played back on the same kind of clock, the target's stamp advancing by s Δt (the target pose
+interpolated on the stream's path, its twist s ẋ_n, its acceleration s² ẍ_n + ṡ ẋ_n), s from
+the stream's nominal twist ẋ_n (``task_scale``) through q̇ = J̄ ẋ_n at the measured q (the joint
+velocity of least kinetic energy, what the task-space law asks for). Not scaled: streamed setpoints
 (``~/reference``; their sender owns their timing: it may consume s), a single target pose (the
 spring's pull, bounded by ``cartesian.max_error`` and ``cartesian.max_velocity``: not a planned
 motion) and gravity compensation (nothing is commanded to move).
 
 Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1], 100 Hz;
-1 while no trajectory is scaled), the type and range UR's speed_scaling_state_broadcaster
+1 while nothing is scaled), the type and range UR's speed_scaling_state_broadcaster
 publishes; per contact point, at the *measured* state, the speed, reflected mass m_R, v_max and
 region on /diagnostics (1 Hz) and, on ``~/pfl_markers`` (visualization_msgs/MarkerArray,
 ``pfl.marker_rate``), the reflected-mass ellipsoid {x: xᵀ J_v M⁻¹ J_vᵀ x ≤ 1} (radius √m_R(u)
