@@ -10,15 +10,13 @@ clock (the joint-state stamps). The controller starts in cartesian_impedance:
 3. Panda only: a new nullspace.posture moves the elbow, the tip stays within 0.5 mm;
 4. bad parameters are rejected with a reason, and the node keeps commanding;
 5. switched to operational_space, it reaches a target 7 cm and 0.1 rad away, sent in the tip
-   frame (transformed by the node), within 1 mm / 2 mrad, overshooting it by < 1 mm;
-6. power and force limiting slows a stream of target poses so that the tip stays within v_max.
+   frame (transformed by the node), within 1 mm / 2 mrad, overshooting it by < 1 mm.
 
 The tip and elbow poses come from the recorded joint states through rd.frame_pose (forward
 kinematics, checked against Pinocchio in test_kinematics); the references are the applied force
 over the stiffness parameter, the start pose and the target. About 30 s per bring-up on an idle
 machine (the tests wait for simulated time, so more on a loaded one).
 """
-import dataclasses
 import time
 
 import numpy as np
@@ -30,7 +28,6 @@ from sensor_msgs.msg import JointState
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.core.algorithms.operational_space import pose_error
 from ros_harness import BEST_EFFORT, session, stamp_of, window
 
@@ -289,72 +286,3 @@ def test_operational_space_reaches_a_target_in_the_tip_frame(arm):
           f'{1e3 * overshoot:.3f} mm')
     assert position.max() < 1e-3 and rotation.max() < 2e-3
     assert overshoot < 1e-3, arm.launch.logs()
-
-
-def test_pfl_slows_a_streamed_line_to_v_max(arm, tmp_path):
-    """PFL in operational_space: a stream of target poses moving the tip 0.15 m along -x.
-
-    Peak 0.20 m/s (cosine profile over 1.2 s, 100 Hz, stamped on the arm's clock) where v_max
-    for a region of the chest's k and m_H with F_T lowered to 20 N (``pfl.region_overrides``)
-    is 0.10 to 0.13 m/s: with PFL the tip's measured speed stays <= v_max (+2 %) all the way;
-    without, it exceeds v_max. v_max from core's reflected mass at the measured states.
-    """
-    region = dataclasses.replace(pfl.BODY_REGIONS['chest'], transient_force=20.0)
-    overrides = tmp_path / 'regions.yaml'
-    overrides.write_text('chest: {transient_force: 20.0}\n')
-    results = arm.set(mode='operational_space', pfl__body_regions=['chest'],
-                      pfl__region_overrides=str(overrides))
-    assert all(r.successful for r in results), [r.reason for r in results]
-    ratios = {}
-    try:
-        for enabled, length in ((True, 0.15), (False, -0.15)):
-            assert arm.set(pfl__enable=enabled)[0].successful
-            ratios[enabled] = arm.attempt(lambda: streamed_line(arm, length, region))
-    finally:
-        arm.set(pfl__enable=False, pfl__region_overrides='')
-    print(f'{arm.robot}: streamed line, peak 0.20 m/s: tip speed / v_max at most '
-          f'{ratios[True]:.4f} with PFL, {ratios[False]:.4f} without')
-    assert ratios[True] <= 1.02 and ratios[False] > 1.15
-
-
-def streamed_line(arm, length, region, duration=1.2, period=0.01):
-    """Stream the line from the tip's pose, wait until it rests at the end: max speed / v_max.
-
-    Each pose is published once the arm's clock reaches its stamp (all those due, in order,
-    after a stall of the probe: the stamps stay 10 ms apart).
-    """
-    arm.wait(0.3)
-    T0 = arm.tip(arm.now() - 0.01)[1][-1]
-    start = arm.now() + 0.05
-    for t in np.arange(0.0, duration + period / 2, period):
-        arm.wait_until(start + t)
-        msg = PoseStamped()
-        msg.header.frame_id = arm.model.base
-        sec, nanosec = divmod(int(round((start + t) * 1e9)), 10**9)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
-        p, o = msg.pose.position, msg.pose.orientation
-        p.x = T0[0, 3] - length * (1.0 - np.cos(np.pi * t / duration)) / 2.0
-        p.y, p.z = T0[1:3, 3].tolist()
-        o.x, o.y, o.z, o.w = Rotation.from_matrix(T0[:3, :3]).as_quat().tolist()
-        arm.target.publish(msg)
-    goal = T0[:3, 3] - [length, 0.0, 0.0]
-    deadline = time.monotonic() + 30.0
-    while True:
-        arm.wait(0.1)
-        picked = window(arm.states, start)
-        index = [list(picked[0].name).index(j) for j in arm.model.joint_names]
-        q = np.array([np.asarray(m.position)[index] for m in picked])
-        v = np.array([np.asarray(m.velocity)[index] for m in picked])
-        u = np.array([pfl.point_velocity(arm.model, qk, vk, arm.model.tip)
-                      for qk, vk in zip(q, v)])
-        speed = np.linalg.norm(u, axis=1)
-        gap = np.linalg.norm(rd.frame_pose(arm.model, q[-100:], arm.model.tip)[:, :3, 3] - goal,
-                             axis=1)
-        if len(q) > 100 and gap.max() < 2e-3 and speed[-100:].max() < 5e-3:
-            break
-        assert time.monotonic() < deadline, f'the tip did not reach the line\'s end\n' \
-            f'{arm.launch.logs()}'
-    moving = speed > 1e-3
-    v_max = [pfl.permissible_speed(pfl.reflected_mass(arm.model, qk, arm.model.tip, uk), region)
-             for qk, uk in zip(q[moving], u[moving])]
-    return (speed[moving] / v_max).max()
