@@ -203,10 +203,13 @@ class SpeedLimiter:
         """s after dt for a task-space target moving ``frame`` at the nominal twist ẋ_d (6).
 
         SpeedScaling on q̇ = J̄ ẋ_d at the measured q (zero twist: at rest, s rises); disabled,
-        s rises to 1 at rise_rate (a stream on the clock must not jump).
+        s rises to 1 at rise_rate (a stream on the clock must not jump). A stream starts at
+        s = 1, as a trajectory does (``s`` said 1 until now).
         """
         self.state, self.clock, self.reference = (q, v), None, None
-        scaling, self.task_scaled = self.config.scaling, True
+        scaling = self.config.scaling
+        if not self.task_scaled:
+            scaling.s, self.task_scaled = 1.0, True
         if not self.config.enabled:
             scaling.s = min(1.0, scaling.s + scaling.rise_rate * dt)
         elif dt > 0.0:
