@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 import pytest
+import scipy.linalg
 
 import robot_dynamics as rd
 from random_trees import PinocchioReference, assert_close, make_case
@@ -52,6 +53,28 @@ def test_reflected_mass_against_pinocchio(arm):
         masses, axes = np.linalg.eigh(np.linalg.inv(Phi))
         assert_close([pfl.reflected_mass(model, q, case.tip, a, offset) for a in axes.T],
                      masses, 1e-9)
+
+
+@pytest.mark.parametrize("arm", ARMS)
+def test_twist_joint_velocity_is_the_least_kinetic_energy_motion(arm):
+    """J q̇ = ẋ, and ½ q̇ᵀ M q̇ against the solutions q̇ + null vectors (Pinocchio's J and M)."""
+    case = make_case(arm)
+    model = case.load()
+    ref = PinocchioReference(case.xml, model.joint_names, case.base, case.gravity)
+    rng = np.random.default_rng(11)
+    q = rng.uniform(np.maximum(model.lower, -2), np.minimum(model.upper, 2))
+    twist = rng.normal(size=6)
+    v = pfl.twist_joint_velocity(model, q, case.tip, twist)
+    J = ref.frame_jacobian(q, case.tip, "LOCAL_WORLD_ALIGNED")   # angular rows first
+    M = ref.mass_matrix(q)
+    assert_close(J @ v, twist, 1e-9)
+    null = scipy.linalg.null_space(J)   # the Panda's one null direction; none for the UR5e
+    assert null.shape[1] == model.nv - 6
+    for n in null.T:
+        for step in (-0.1, 0.1):
+            assert (v + step * n) @ M @ (v + step * n) > v @ M @ v
+    with pytest.raises(ValueError, match="6 finite numbers"):
+        pfl.twist_joint_velocity(model, q, case.tip, [0.0, np.nan, 0, 0, 0, 0])
 
 
 def rp_arm(L1=0.4, L2=0.5, m1=3.0, m2=1.5):

@@ -6,6 +6,9 @@ PFL is switched off mid-trajectory) and the markers' geometry. The reference val
 core (JointTrajectory, reflected mass, tested against Pinocchio elsewhere) and finite
 differences, not from the hook.
 """
+import dataclasses
+import types
+
 import numpy as np
 import pytest
 import rclpy.node
@@ -14,10 +17,11 @@ from scipy.integrate import cumulative_trapezoid
 import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.core.trajectory import JointTrajectory
-from robot_dynamics.nodes import speed_limiter
+from robot_dynamics.nodes import speed_limiter, task_space
 from robot_dynamics.nodes.dynamics_controller import TimedTrajectory
 from robot_dynamics.nodes.parameters import ConfigError
 from ros_harness import session
+from test_task_space_node import Node as TaskNode
 
 MODEL = rd.with_payload(rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0'), 2.0,
                         [0.0, 0.0, 0.05])
@@ -160,3 +164,77 @@ def test_markers_ellipsoid_and_arrow():
     expected = speed_limiter.GREEN if ratio < 0.8 else speed_limiter.ORANGE if ratio <= 1 \
         else speed_limiter.RED
     assert (arrow.color.r, arrow.color.g, arrow.color.b) == pytest.approx(expected)
+
+
+def line_stream(T0, length=0.3, duration=1.2, period=0.01):
+    """Stamped target poses at 100 Hz: the tip back along x, peak speed π L / 2T (cosine)."""
+    for t in np.arange(0.0, duration + period / 2, period):
+        T = T0.copy()
+        T[0, 3] -= length * (1.0 - np.cos(np.pi * t / duration)) / 2.0
+        yield t, T
+
+
+def test_a_task_space_stream_is_slowed_to_v_max(node, monkeypatch):
+    """operational_space on forward dynamics (1 kHz), a streamed line of peak 0.39 m/s.
+
+    A region with F_T lowered to 60 N: v_max ~0.3 m/s along the line. With PFL the tip's speed
+    stays <= v_max (+2 %), the targets stay on the line and its end is reached later; without,
+    the tip exceeds v_max. The wall clock of the stream's lapse is the simulated one.
+    """
+    model = rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0')
+    region = dataclasses.replace(CHEST, transient_force=60.0)
+    clock = [0.0]
+    monkeypatch.setattr(task_space, 'time', types.SimpleNamespace(monotonic=lambda: clock[0]))
+    T0 = rd.frame_pose(model, Q0, 'tool0')
+    runs = {}
+    for enabled in (True, False):
+        space = task_space_on(node, model, enabled, region)
+        q, v = Q0.copy(), np.zeros(6)
+        space.hold(q)
+        stream = line_stream(T0)
+        t_next, pose_next = next(stream)
+        qs, vs, targets = [], [], []
+        for k in range(2500):
+            t = clock[0] = k * DT
+            if pose_next is not None and t >= t_next - 1e-9:
+                space.stream(pose_next, 100.0 + t_next)
+                t_next, pose_next = next(stream, (None, None))
+            tau = space.control(q, v, 100.0 + t)
+            v = v + DT * rd.forward_dynamics(model, q, v, tau)
+            q = q + DT * v
+            qs.append(q)
+            vs.append(v)
+            targets.append(space.pose_d)
+        ratio = [np.linalg.norm(u) / pfl.permissible_speed(
+            pfl.reflected_mass(model, qk, 'tool0', u), region) for qk, u in
+            ((qk, pfl.point_velocity(model, qk, vk, 'tool0')) for qk, vk in zip(qs, vs))
+            if np.linalg.norm(u) > 1e-3]
+        targets = np.array(targets)
+        end = np.argmax(targets[:, 0, 3] <= T0[0, 3] - 0.3 + 1e-6) * DT
+        runs[enabled] = max(ratio), end, targets, qs[-1]
+        print(f'PFL {enabled}: tip speed / v_max at most {max(ratio):.4f}, target at the end '
+              f'of the line after {end:.3f} s (nominal 1.2 s)')
+    (ratio_on, end_on, targets, q_end), (ratio_off, end_off, _, _) = runs[True], runs[False]
+    assert ratio_on <= 1.02 and ratio_off > 1.2
+    assert end_off == pytest.approx(1.2, abs=2 * DT) and end_on > 1.3
+    # every target on the line, orientation held; the arm ends at the line's end
+    np.testing.assert_allclose(targets[:, 1:3, 3], np.broadcast_to(T0[1:3, 3], (2500, 2)),
+                               atol=1e-9)
+    np.testing.assert_allclose(targets[:, :3, :3], np.broadcast_to(T0[:3, :3], (2500, 3, 3)),
+                               atol=1e-9)
+    np.testing.assert_allclose(rd.frame_pose(model, q_end, 'tool0')[:3, 3],
+                               T0[:3, 3] - [0.3, 0.0, 0.0], atol=1e-3)
+
+
+def task_space_on(node, model, enabled, region):
+    """A TaskSpace in operational_space with its speed limiter (one contact point: the tip)."""
+    host = TaskNode(model)
+    host.limiter = speed_limiter.SpeedLimiter(node)
+    config = speed_limiter.configure(values(enable=enabled), model)
+    config.scaling.regions[:] = [region]
+    host.limiter.apply(config)
+    space = task_space.TaskSpace(host)
+    space.apply(task_space.configure({**{p.name: p.default for p in task_space.PARAMS},
+                                      'mode': 'operational_space'},
+                                     types.SimpleNamespace(model=model, per_joint=None)))
+    return space

@@ -13,7 +13,8 @@ from scipy.spatial.transform import Rotation
 import robot_dynamics as rd
 from random_trees import ARMS, PinocchioReference, make_case
 from robot_dynamics.core.algorithms.operational_space import pose_error
-from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace, damping_matrix
+from robot_dynamics.core.task_control import (CartesianImpedance, OperationalSpace, damping_matrix,
+                                              pose_interpolation)
 
 START = {"panda": np.array([0.0, -0.4, 0.0, -2.2, 0.0, 1.8, 0.8]),
          "ur5e": np.array([0.3, -1.2, 1.4, -1.5, -1.4, 0.2])}
@@ -223,3 +224,19 @@ def test_bad_arguments(arm):
         law(q0, v, T, accel_d=[0, 0, 0, 0, 0, np.nan])
     with pytest.raises(ValueError, match="q contains NaN"):
         law(np.full(model.nv, np.nan), v, T)
+
+
+def test_pose_interpolation_moves_at_the_twist():
+    """Ends at T0 and T1; the finite-difference twist is pose_error(T1, T0) all the way."""
+    rng = np.random.default_rng(5)
+    T0, T1 = np.eye(4), np.eye(4)
+    T0[:3, :3], T1[:3, :3] = Rotation.random(2, random_state=7).as_matrix()
+    T0[:3, 3], T1[:3, 3] = rng.normal(size=3), rng.normal(size=3)
+    e = pose_error(T1, T0)
+    np.testing.assert_allclose(pose_interpolation(T0, T1, 0.0), T0, atol=1e-12)
+    np.testing.assert_allclose(pose_interpolation(T0, T1, 1.0), T1, atol=1e-12)
+    h = 1e-6
+    for alpha in (0.1, 0.5, 0.9):
+        twist = pose_error(pose_interpolation(T0, T1, alpha + h),
+                           pose_interpolation(T0, T1, alpha - h)) / (2 * h)
+        np.testing.assert_allclose(twist, e, atol=1e-7)

@@ -29,6 +29,7 @@ class Node:
         self.warnings, self.counts = [], []
         self.warn = self.warnings.append
         self.diagnostics = types.SimpleNamespace(count=self.counts.append)
+        self.limiter = types.SimpleNamespace(enabled=False, s=1.0, observe=lambda q, v: None)
 
     def create_publisher(self, *args):
         return types.SimpleNamespace(publish=lambda msg: None)

@@ -27,6 +27,7 @@ import numpy as np
 import yaml
 
 from .algorithms.jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian, frame_pose, frame_velocity
+from .algorithms.operational_space import dynamically_consistent_inverse
 from .algorithms.task_space import inverse_task_space_inertia
 
 
@@ -152,6 +153,20 @@ def _point_map(model, q, frame, offset):
     return np.array([[0.0, z, -y, 1.0, 0.0, 0.0],
                      [-z, 0.0, x, 0.0, 1.0, 0.0],
                      [y, -x, 0.0, 0.0, 0.0, 1.0]])
+
+
+def twist_joint_velocity(model, q, frame, twist, cutoff=1e-6):
+    """q̇ = J̄ ẋ: the joint velocity of least kinetic energy moving ``frame`` at ẋ = (ω, ṗ).
+
+    ẋ in LOCAL_WORLD_ALIGNED, angular first. J̄ = M⁻¹ Jᵀ Λ minimises ½ q̇ᵀ M q̇ subject to
+    J q̇ = ẋ (Khatib 1987's dynamically consistent inverse; J⁻¹ for a 6-dof arm): the motion a
+    task-space law commands, with nothing asked of the null space. Λ singularity-robust as in
+    the task-space laws (``cutoff``: operational_space).
+    """
+    twist = np.asarray(twist, dtype=float)
+    if twist.shape != (6,) or not np.isfinite(twist).all():
+        raise ValueError(f'twist must be 6 finite numbers (angular first), got {twist!r}')
+    return dynamically_consistent_inverse(model, q, frame, cutoff=cutoff) @ twist
 
 
 def reflected_mass(model, q, frame, direction, offset=(0.0, 0.0, 0.0)):

@@ -15,6 +15,7 @@ dynamically consistent (e.g. 1 − J⁺ J) has J̄ᵀ Nᵀ ≠ 0 and lets the po
 (J J̄ = 1 needs Λ = (J M⁻¹ Jᵀ)⁻¹: away from singularities, where the default cut-off is inactive.)
 """
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from ._jit import jit
 from .algorithms.jacobians import frame_bias_acceleration, frame_pose
@@ -49,6 +50,19 @@ def damping_matrix(Lambda, stiffness, damping_ratio):
     """
     return damping_kernel(np.ascontiguousarray(Lambda, dtype=float),
                           np.ascontiguousarray(stiffness, dtype=float), float(damping_ratio))
+
+
+def pose_interpolation(T0, T1, alpha):
+    """The pose a fraction α of the way from T0 to T1 (4x4, base frame) at a constant twist.
+
+    With e = pose_error(T1, T0) = (e_ω, e_v): R = exp(α [e_ω]) R0, p = p0 + α e_v, so the pose
+    moves at the twist (ω, ṗ) = e per unit of α (LOCAL_WORLD_ALIGNED, as ė = ẋ_d − ẋ).
+    """
+    e = pose_error(T1, T0)
+    T = np.eye(4)
+    T[:3, :3] = Rotation.from_rotvec(alpha * e[:3]).as_matrix() @ np.asarray(T0)[:3, :3]
+    T[:3, 3] = np.asarray(T0)[:3, 3] + alpha * e[3:]
+    return T
 
 
 def six_vector(x, name):

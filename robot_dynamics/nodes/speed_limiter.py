@@ -7,13 +7,18 @@ A separate node would see only the measured, already scaled velocity, one DDS ho
 would close a loop around its own output. So the controller samples its trajectory on a
 ScaledClock (dτ/dt = s): q̇ = s q̇_d(τ), q̈ = s² q̈_d(τ) + ṡ q̇_d(τ), the same path, slower.
 
-What is scaled: joint trajectories (``~/joint_trajectory``) in computed_torque mode. Not scaled:
-streamed setpoints (``~/reference``; their sender owns their timing: it may consume s) and
-gravity compensation (nothing is commanded to move) and, not yet, the task-space modes
-(task_space.py): s is meant to scale their Cartesian target velocity.
+What is scaled: joint trajectories (``~/joint_trajectory``) in computed_torque mode, and in the
+task-space modes the motion of a stream of stamped target poses (task_space.py): the stream is
+played back on the same kind of clock, the target's stamp advancing by s Δt (the target pose
+interpolated on the stream's path, its twist s ẋ_n, its acceleration s² ẍ_n + ṡ ẋ_n), s from
+the stream's nominal twist ẋ_n (``task_scale``) through q̇ = J̄ ẋ_n at the measured q (the joint
+velocity of least kinetic energy, what the task-space law asks for). Not scaled: streamed setpoints
+(``~/reference``; their sender owns their timing: it may consume s), a single target pose (the
+spring's pull, bounded by ``cartesian.max_error`` and ``cartesian.max_velocity``: not a planned
+motion) and gravity compensation (nothing is commanded to move).
 
 Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1], 100 Hz;
-1 while no trajectory is scaled), the type and range UR's speed_scaling_state_broadcaster
+1 while nothing is scaled), the type and range UR's speed_scaling_state_broadcaster
 publishes; per contact point, at the *measured* state, the speed, reflected mass m_R, v_max and
 region on /diagnostics (1 Hz) and, on ``~/pfl_markers`` (visualization_msgs/MarkerArray,
 ``pfl.marker_rate``), the reflected-mass ellipsoid {x: xᵀ J_v M⁻¹ J_vᵀ x ≤ 1} (radius √m_R(u)
@@ -45,8 +50,9 @@ WARN_RATIO = 0.8        # arrow colour: green below 0.8 v_max, orange up to v_ma
 GREEN, ORANGE, RED = (0.1, 0.8, 0.1), (1.0, 0.6, 0.0), (0.9, 0.1, 0.1)
 
 PARAMS = (
-    Param('pfl.enable', False, 'bool', 'power and force limiting: scale the trajectory clock '
-          'so each contact point stays <= v_max of its body regions (ISO/TS 15066 A.3)'),
+    Param('pfl.enable', False, 'bool', 'power and force limiting: slow joint trajectories and '
+          'task-space target streams so each contact point stays <= v_max of its body regions '
+          '(ISO/TS 15066 A.3)'),
     Param('pfl.frames', [], 'string[]', 'contact points: frame names (empty: the tip)'),
     Param('pfl.offsets', [], 'double[]', 'contact points: 3 per frame, m, from the frame origin '
           'in frame axes (empty: the frame origins)'),
@@ -135,6 +141,7 @@ def warm_up(config, model):
     point = scaling.contact_points[0]
     rd.frame_pose(model, q, point.frame)
     pfl.point_mobility(model, q, point.frame, point.offset)
+    pfl.twist_joint_velocity(model, q, model.tip, np.full(6, 0.1))
 
 
 class SpeedLimiter:
@@ -143,6 +150,7 @@ class SpeedLimiter:
     def __init__(self, node):
         self.node, self.config = node, None
         self.clock = self.reference = self.t_clock = None
+        self.task_scaled = False       # a task-space stream is on the clock (task_scale)
         self.state = None              # the last measured (q, v), model order
         self.s_low = 1.0               # lowest s since the last diagnostics
         self.scale = node.create_publisher(Float64, '~/speed_scaling', 10)
@@ -154,7 +162,7 @@ class SpeedLimiter:
 
     @property
     def s(self):
-        return self.config.scaling.s if self.clock is not None else 1.0
+        return self.config.scaling.s if self.clock is not None or self.task_scaled else 1.0
 
     def apply(self, config):
         """Take a new configuration; s carries over (no jump while a trajectory runs)."""
@@ -176,7 +184,7 @@ class SpeedLimiter:
         A trajectory being scaled stays on its clock when PFL is switched off (s rises to 1 at
         rise_rate): its reference time lags the wall clock's and must not jump.
         """
-        self.state = (q, v)
+        self.state, self.task_scaled = (q, v), False
         trajectory = getattr(reference, 'trajectory', None)
         if trajectory is None or not (self.config.enabled or reference is self.reference):
             self.clock = self.reference = None
@@ -190,6 +198,34 @@ class SpeedLimiter:
             self.clock.advance(self.next_scale(trajectory, dt), dt)
             self.s_low = min(self.s_low, self.clock.s)
         return self.clock.sample(trajectory)
+
+    def task_scale(self, q, v, frame, twist, dt):
+        """s after dt for a task-space target moving ``frame`` at the nominal twist ẋ_d (6).
+
+        SpeedScaling on q̇ = J̄ ẋ_d at the measured q (zero twist: at rest, s rises); disabled,
+        s rises to 1 at rise_rate (a stream on the clock must not jump). A stream starts at
+        s = 1, as a trajectory does (``s`` said 1 until now).
+        """
+        self.state, self.clock, self.reference = (q, v), None, None
+        scaling = self.config.scaling
+        if not self.task_scaled:
+            scaling.s, self.task_scaled = 1.0, True
+        if not self.config.enabled:
+            scaling.s = min(1.0, scaling.s + scaling.rise_rate * dt)
+        elif dt > 0.0:
+            nominal = pfl.twist_joint_velocity(self.config.scaling.model, q, frame, twist) \
+                if np.any(twist) else np.zeros_like(q)
+            scaling.update(q, nominal, dt)
+        self.s_low = min(self.s_low, scaling.s)
+        return scaling.s
+
+    def observe(self, q, v):
+        """The measured state for /diagnostics and the markers, in a mode that samples nothing."""
+        self.state, self.clock, self.reference = (q, v), None, None
+
+    @property
+    def enabled(self):
+        return self.config is not None and self.config.enabled
 
     def blend_source(self, reference):
         """What a new trajectory blends from: the running one as scaled, else ``reference``.

@@ -13,6 +13,15 @@ non-finite check) like the joint modes' commands.
   A stream of stamped targets (consecutive stamps at most STREAM_PERIOD apart) also sets the
   target velocity ẋ_d = pose_error(T_k, T_k−1) / (t_k − t_k−1), the finite-difference twist;
   it lapses to zero when no target follows within twice that interval (wall time).
+- Power and force limiting (``pfl.enable``, speed_limiter.py): a stream is played back on a
+  clock slowed by s. The target's stamp τ advances by s Δt per state (capped at the newest
+  stamp), the target pose is the stream's path at τ (pose_interpolation between the two poses
+  around it: one period behind the newest at s = 1), its twist s ẋ_n and, for
+  operational_space, its acceleration s² ẍ_n + ṡ ẋ_n, where ẋ_n is that segment's twist and ẍ_n
+  its change from the previous one. s comes from the planned motion: the faster of ẋ_n and the
+  next segment's twist (ẍ_d carries the target towards the latter). A stream slowed down
+  stays behind and catches up once it has ended; switched off, the newest pose is the target
+  again once caught up. A single target pose is not scaled (the spring's pull, no plan).
 - ``~/target_wrench`` (geometry_msgs/WrenchStamped): feed-forward F_d at the tip origin, in the
   axes of frame_id (empty: base; any model frame: rotated into base axes at the newest pose).
 - ``~/tip_pose`` (geometry_msgs/PoseStamped): the measured tip pose in the base frame, stamped
@@ -21,6 +30,7 @@ non-finite check) like the joint modes' commands.
 Parameters are given translation first (x, y, z, then about x, y, z), as ROS messages order
 poses and twists; the core's vectors are angular first, and the conversion is here only.
 """
+import bisect
 import time
 
 import numpy as np
@@ -28,7 +38,8 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
-from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace
+from robot_dynamics.core.task_control import (CartesianImpedance, OperationalSpace,
+                                              pose_interpolation)
 
 from .joint_states import BadInput, all_finite, seconds
 from .parameters import ConfigError, Param, vector
@@ -147,6 +158,8 @@ class TaskSpace:
         self.pose_d, self.wrench_d = None, np.zeros(6)   # base frame; (moment, force) base axes
         self.twist_d, self.twist_until = np.zeros(6), -INF   # (ω, ṗ) base axes; monotonic s
         self.stamp_d = None   # stamp of the last target pose (None: unstamped or held)
+        self.path, self.tau = [], None   # the stream's [(stamp, pose)], the target's stamp τ
+        self.t_state = None   # the last state's stamp (the scaled clock's time)
         self.posture = None   # the pose at the switch: the default nullspace.posture
         self.tip_pose = node.create_publisher(PoseStamped, '~/tip_pose', 10)
         self.tip_msg, self.tip_published = PoseStamped(), -INF
@@ -163,6 +176,7 @@ class TaskSpace:
         """Hold the tip pose at q (None: at the next state) and the posture q; no feed-forward."""
         self.pose_d = self.posture = self.stamp_d = None
         self.wrench_d, self.twist_until = np.zeros(6), -INF
+        self.path, self.tau = [], None
         if q is not None and self.law is not None:
             self._hold(q)
 
@@ -179,7 +193,11 @@ class TaskSpace:
         if self.pose_d is None:
             self._hold(q)
         try:
-            tau = self.law(q, v, self.pose_d, self.target_twist(), wrench_d=self.wrench_d)
+            pose_d, twist_d, accel_d = self.target(q, v, t)
+            if accel_d is not None and isinstance(self.law, OperationalSpace):
+                tau = self.law(q, v, pose_d, twist_d, accel_d, wrench_d=self.wrench_d)
+            else:
+                tau = self.law(q, v, pose_d, twist_d, wrench_d=self.wrench_d)
         except ValueError as error:
             raise BadInput(str(error)) from None
         if not all_finite(tau):
@@ -226,22 +244,74 @@ class TaskSpace:
             self.reject(f'target_pose ignored: {error}')
             return
         self.stream(pose_d, seconds(msg.header.stamp) or None)
-        self.pose_d = pose_d
-        p = np.round(self.pose_d[:3, 3], 4).tolist()
+        p = np.round(pose_d[:3, 3], 4).tolist()
         self.node.get_logger().info(f'target_pose: tip to {p} m (base frame)',
                                     throttle_duration_sec=1.0)
 
     def stream(self, pose_d, stamp):
-        """ẋ_d of a stream of stamped targets (module docstring); ẋ_d lapses otherwise."""
+        """A new target: ẋ_d of a stream of stamped targets (module docstring), else a jump."""
         dt = None if stamp is None or self.stamp_d is None else stamp - self.stamp_d
-        if dt == 0.0:   # the same instant again: the stream's velocity stands
-            return
+        limiter = self.node.limiter
+        on_time = not limiter.enabled and limiter.s == 1.0 and self.tau is not None and \
+            bool(self.path) and self.tau >= self.path[-1][0]
+        if dt == 0.0 and self.path:   # the same instant again: the stream's velocity stands
+            self.path[-1] = (stamp, pose_d)
+        elif dt is None or not 0.0 < dt <= STREAM_PERIOD or self.pose_d is None or not self.path:
+            self.twist_until, on_time = -INF, True
+            self.path = [(stamp, pose_d)]
+        else:
+            self.twist_d = rd.pose_error(pose_d, self.path[-1][1]) / dt
+            self.twist_until = time.monotonic() + 2.0 * dt
+            self.path.append((stamp, pose_d))
         self.stamp_d = stamp
-        if dt is None or not 0.0 < dt <= STREAM_PERIOD or self.pose_d is None:
-            self.twist_until = -INF
-            return
-        self.twist_d = rd.pose_error(pose_d, self.pose_d) / dt
-        self.twist_until = time.monotonic() + 2.0 * dt
+        if on_time:   # the newest pose is the target (else target() moves it on the clock)
+            self.tau, self.pose_d = stamp, pose_d
+            del self.path[:-2]
+
+    def target(self, q, v, t):
+        """(T_d, ẋ_d, ẍ_d) at the state stamped t: the stream on the scaled clock.
+
+        Module docstring; ẍ_d (None: not scaled) = s² ẍ_n + ṡ ẋ_n of the nominal ẋ_n, ẍ_n.
+        """
+        dt, self.t_state = (0.0 if self.t_state is None else max(t - self.t_state, 0.0)), t
+        limiter = self.node.limiter
+        late = len(self.path) > 1 and self.tau < self.path[-1][0]
+        if not late and not (limiter.enabled and len(self.path) > 1):
+            limiter.observe(q, v)
+            return self.pose_d, self.target_twist(), None
+        streaming = time.monotonic() < self.twist_until
+        s_before = limiter.s
+        nominal = self.nominal_twist() if streaming or late else np.zeros(6)
+        s = limiter.task_scale(q, v, self.law.frame, nominal, dt)
+        if late:
+            self.tau = min(self.tau + s * dt, self.path[-1][0])
+        del self.path[:max(self.segment(self.tau) - 2, 0)]   # keep the previous segment
+        k = self.segment(self.tau)
+        (t0, T0), (t1, T1) = self.path[k - 1], self.path[k]
+        self.pose_d = pose_interpolation(T0, T1, min(max((self.tau - t0) / (t1 - t0), 0.0), 1.0))
+        if not (streaming or self.tau < self.path[-1][0]):
+            return self.pose_d, None, None
+        twist = self.segment_twist(self.tau)
+        accel = np.zeros(6) if k < 2 else (twist - self.segment_twist(t0)) / (t1 - t0)
+        s_dot = (s - s_before) / dt if dt > 0.0 else 0.0
+        return self.pose_d, s * twist, s ** 2 * accel + s_dot * twist
+
+    def nominal_twist(self):
+        """The faster of ẋ_n at τ and the next segment's (ẍ_d carries the target towards it)."""
+        ahead = self.path[min(self.segment(self.tau) + 1, len(self.path) - 1)][0]
+        return max(self.segment_twist(self.tau), self.segment_twist(ahead),
+                   key=lambda twist: np.linalg.norm(twist[3:]))
+
+    def segment(self, tau):
+        """k: the stream's poses k − 1 and k enclose the stream time τ (k >= 1)."""
+        k = bisect.bisect_left(self.path, tau, key=lambda pose: pose[0])
+        return min(max(k, 1), len(self.path) - 1)
+
+    def segment_twist(self, tau):
+        """ẋ_n of the stream's segment at τ: pose_error(T_k, T_k−1) / (t_k − t_k−1)."""
+        k = self.segment(tau)
+        (t0, T0), (t1, T1) = self.path[k - 1], self.path[k]
+        return rd.pose_error(T1, T0) / (t1 - t0)
 
     def target_twist(self):
         """ẋ_d while a stream of targets lasts, else None (zero)."""
