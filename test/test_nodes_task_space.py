@@ -60,7 +60,7 @@ class Arm:
         controller = {'mode': 'cartesian_impedance',
                       'cartesian.stiffness': self.stiffness.tolist()}
         self.launch = ros.launch(bringup.nodes('simulated_arm', robot=robot, overrides={
-            'arm_simulator': {'engine': engine, 'command_wait': 0.1},
+            'arm_simulator': {'engine': engine, 'command_wait': 0.5},
             'dynamics_controller': controller}))
 
     def now(self):
