@@ -312,6 +312,9 @@ def arguments(argv):
     parser.add_argument('--out', default='demo_results', help='directory of the figure')
     parser.add_argument('--engine', default='internal', choices=('internal', 'mujoco'),
                         help='the simulation engine of --scene realistic')
+    parser.add_argument('--exact-links', action='store_true',
+                        help='--scene realistic with the plant\'s links exact (plant.mass_error '
+                             'and com_error 0) and only friction and armature fitted')
     parser.add_argument('--scene', default='joint', choices=('joint', 'cartesian', 'realistic'),
                         help='joint: the scenario above; cartesian: the task-space modes '
                              '(robot_dynamics.demo_cartesian); realistic: the realistic plant '
