@@ -1,19 +1,21 @@
 """The demo's realistic scene: our control laws on a plant that is not their model, in one process.
 
     python -m robot_dynamics.demo --scene realistic [--robot panda] [--engine internal|mujoco]
-    python -m robot_dynamics.demo_realistic [--exact-links | --full] [--ki 1000] [--deadband 0.01]
-        [--cutoff 50] [--friction-compensation] [--fitted]      # one configuration's figures
+        [--exact-links]
+    python -m robot_dynamics.demo_realistic [--exact-links] [--fitted | --true-terms] [--ki 1000]
+        [--deadband 0.01] [--cutoff 50] [--friction-compensation]   # one configuration's figures
 
-The arm is ``plant.profile: realistic`` (robot_dynamics.simulation.plant.REALISTIC) closed with
-the control laws of robot_dynamics.core.control in one process (simulation.closed_loop: the
-cycle arm_simulator and dynamics_controller run over DDS, without DDS). The scene runs it with
-the links exact (``plant.mass_error`` and ``com_error`` 0: the friction and armature fit alone
-closes the loop there; with the ±10 % links it needs the consistent link fit) and measures:
+The arm is ``plant.profile: realistic`` (robot_dynamics.simulation.plant.REALISTIC: links ±10 %)
+closed with the control laws of robot_dynamics.core.control in one process
+(simulation.closed_loop: the cycle arm_simulator and dynamics_controller run over DDS, without
+DDS). The scene measures:
 
 - **before** identification: the nominal URDF, no joint terms;
-- **after**: the armature, viscous and Coulomb friction fitted in process
-  (tools.fitting.fit_residual, as ``fit_dynamics --friction --armature``) from 8 s of
-  excitation tracked by computed torque on the nominal model;
+- **after**: the links, armature, viscous and Coulomb friction fitted in process
+  (tools.fitting.fit_links, as ``fit_dynamics --links --friction --armature``) from 8 s of
+  excitation tracked by computed torque on the nominal model; with ``--exact-links``
+  (``plant.mass_error`` and ``com_error`` 0) the joint terms alone (fitting.fit_residual, as
+  ``--friction --armature``);
 - **+ integral**, **+ friction**: with the controller options of issue 17, the integral term
   ``ki`` and friction compensation with its ``friction_deadband`` (``velocity_filter_cutoff``
   is left out: on this plant it costs tracking more than it saves; README).

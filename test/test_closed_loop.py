@@ -3,7 +3,8 @@
 The effect of each option of issue 17, measured with robot_dynamics.demo_realistic's figures on
 the internal engine: the plant is plant.profile realistic, the model the nominal URDF (before
 identification) or the nominal URDF with the plant's own armature and friction (what a perfect
-``fit_dynamics --friction --armature`` gives; the stiction and the delay stay unmodelled).
+``fit_dynamics --friction --armature`` gives; the stiction and the delay stay unmodelled); and
+the scene's own in-process fits (``fitted_model``) on both plants.
 """
 import numpy as np
 import pinocchio as pin
@@ -97,11 +98,11 @@ def pinocchio_gravity(xml, joints, q):
 
 
 def test_the_scenes_link_fit_closes_the_loop_on_the_full_profile_but_the_drift():
-    """The ±10 % links fitted with the joint terms (fit_links): all figures but the drift met.
+    """The ±10 % links fitted with the joint terms (fit_links): the loop closes, not the drift.
 
     The plant's gravity at the hold pose to ~0.01 N m (Pinocchio on the plant's URDF; nominal:
-    ~0.3 N m off), the tracking target met; gravity compensation still creeps ~2e-3 rad in 5 s, against 0.63 rad before:
-    the unmodelled Stribeck stiction biases the fitted gravity (README).
+    ~0.3 N m off), the tracking target met; gravity compensation still creeps ~2e-3 rad in
+    5 s, against 0.63 rad before: the unmodelled Stribeck stiction biases the fitted gravity.
     """
     profile = plant.REALISTIC
     fitted = scene.fitted_model(ARM, profile, 'internal')
