@@ -1,7 +1,7 @@
 """MuJoCo's arm under our controller and wrench estimator, end to end, and what happened.
 
     python -m robot_dynamics.demo [--robot panda|ur5e] [--urdf PATH [--base LINK] [--tip LINK]]
-        [--out DIR] [--scene joint|cartesian|realistic] [--engine internal|mujoco]
+        [--out DIR] [--scene joint|cartesian|realistic] [--engine internal|mujoco] [--exact-links]
 
 Starts the ``simulated_arm`` bring-up with the MuJoCo engine (arm_simulator engine=mujoco,
 dynamics_controller, wrench_estimator: one process each, loopback DDS, a domain of their own)
@@ -20,7 +20,9 @@ wrench over time) to DIR/<robot>_demo.png and the figures to DIR/<robot>_demo.ya
 inertials; base and tip default to the root and the deepest leaf of the longest chain, the
 initial pose to the middle of the joint ranges, the gains to those of the shipped configs.
 ``--scene realistic``: our control laws on ``plant.profile: realistic`` before and after
-identification, in one process (robot_dynamics.demo_realistic; ``--engine``, default internal).
+identification (links, friction and armature fitted), in one process
+(robot_dynamics.demo_realistic; ``--engine``, default internal; ``--exact-links``: the plant's
+links exact and friction and armature fitted alone).
 ``--scene cartesian``: the task-space modes instead (hold, push, release, target, a streamed
 circle; robot_dynamics.demo_cartesian).
 """
@@ -312,6 +314,9 @@ def arguments(argv):
     parser.add_argument('--out', default='demo_results', help='directory of the figure')
     parser.add_argument('--engine', default='internal', choices=('internal', 'mujoco'),
                         help='the simulation engine of --scene realistic')
+    parser.add_argument('--exact-links', action='store_true',
+                        help='--scene realistic with the plant\'s links exact (plant.mass_error '
+                             'and com_error 0) and only friction and armature fitted')
     parser.add_argument('--scene', default='joint', choices=('joint', 'cartesian', 'realistic'),
                         help='joint: the scenario above; cartesian: the task-space modes '
                              '(robot_dynamics.demo_cartesian); realistic: the realistic plant '

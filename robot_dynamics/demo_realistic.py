@@ -1,19 +1,21 @@
 """The demo's realistic scene: our control laws on a plant that is not their model, in one process.
 
     python -m robot_dynamics.demo --scene realistic [--robot panda] [--engine internal|mujoco]
-    python -m robot_dynamics.demo_realistic [--exact-links | --full] [--ki 1000] [--deadband 0.01]
-        [--cutoff 50] [--friction-compensation] [--fitted]      # one configuration's figures
+        [--exact-links]
+    python -m robot_dynamics.demo_realistic [--exact-links] [--fitted | --true-terms] [--ki 1000]
+        [--deadband 0.01] [--cutoff 50] [--friction-compensation]   # one configuration's figures
 
-The arm is ``plant.profile: realistic`` (robot_dynamics.simulation.plant.REALISTIC) closed with
-the control laws of robot_dynamics.core.control in one process (simulation.closed_loop: the
-cycle arm_simulator and dynamics_controller run over DDS, without DDS). The scene runs it with
-the links exact (``plant.mass_error`` and ``com_error`` 0: the friction and armature fit alone
-closes the loop there; with the ±10 % links it needs the consistent link fit) and measures:
+The arm is ``plant.profile: realistic`` (robot_dynamics.simulation.plant.REALISTIC: links ±10 %)
+closed with the control laws of robot_dynamics.core.control in one process
+(simulation.closed_loop: the cycle arm_simulator and dynamics_controller run over DDS, without
+DDS). The scene measures:
 
 - **before** identification: the nominal URDF, no joint terms;
-- **after**: the armature, viscous and Coulomb friction fitted in process
-  (tools.fitting.fit_residual, as ``fit_dynamics --friction --armature``) from 8 s of
-  excitation tracked by computed torque on the nominal model;
+- **after**: the links, armature, viscous and Coulomb friction fitted in process
+  (tools.fitting.fit_links, as ``fit_dynamics --links --friction --armature``) from 8 s of
+  excitation tracked by computed torque on the nominal model; with ``--exact-links``
+  (``plant.mass_error`` and ``com_error`` 0) the joint terms alone (fitting.fit_residual, as
+  ``--friction --armature``);
 - **+ integral**, **+ friction**: with the controller options of issue 17, the integral term
   ``ki`` and friction compensation with its ``friction_deadband`` (``velocity_filter_cutoff``
   is left out: on this plant it costs tracking more than it saves; README).
@@ -180,25 +182,36 @@ def true_terms(model, profile):
         ('coulomb', 'friction.coulomb'))})
 
 
-def fitted_model(arm, profile, engine, period=8.0):
-    """The nominal model with armature and friction fitted from ``period`` s of excitation."""
+def fitted_model(arm, profile, engine, period=8.0, links=True):
+    """The nominal model fitted from ``period`` s of excitation tracked by computed torque.
+
+    ``links``: the links, armature and friction (``fit_dynamics --links --friction
+    --armature``: fitting.fit_links); else armature and friction alone on the URDF's links
+    (``--friction --armature``: fitting.fit_residual).
+    """
     from robot_dynamics.tools import fitting
     from robot_dynamics.tools.recording import Recording
     nominal = arm.model()
     excitation = rd.excitation_trajectory(nominal, period=period, harmonics=4, q0=arm.q0,
                                           evaluations=0, seed=0, margin=0.8)
-    t, q, v, effort, _ = track(arm, nominal, profile, engine, {}, excitation, seed=1)
+    t, q, v, effort, _ = track(arm, nominal, profile, engine, {}, excitation)   # the same arm
     recording = Recording(t, q, v, effort, nominal.joint_names)
     samples = fitting.prepare(recording, nominal, cutoff=10.0)
-    fit = fitting.fit_residual(nominal, samples, friction=True, armature=True)
+    fit = (fitting.fit_links if links else fitting.fit_residual)(
+        nominal, samples, friction=True, armature=True)
     if fit.problems:
         raise RuntimeError(f'the fit is not physical: {fit.problems}')
-    return nominal.replace(armature=fit.armature, viscous=fit.viscous, coulomb=fit.coulomb)
+    terms = dict(armature=fit.armature, viscous=fit.viscous, coulomb=fit.coulomb)
+    return nominal.replace(**terms, **({} if fit.inertia is None else dict(inertia=fit.inertia)))
 
 
-def run_scene(arm, engine, profile=EXACT_LINKS):
-    """{run name: (figures, tracking error)} for SCENE's runs, and the fitted model."""
-    models = {'nominal': arm.model(), 'fitted': fitted_model(arm, profile, engine)}
+def run_scene(arm, engine, links=True):
+    """{run name: (figures, tracking error)} for SCENE's runs, and the fitted model.
+
+    ``links``: the full profile, links fitted; else the links exact, joint terms fitted alone.
+    """
+    profile = plant.REALISTIC if links else EXACT_LINKS
+    models = {'nominal': arm.model(), 'fitted': fitted_model(arm, profile, engine, links=links)}
     runs = {}
     for name, model, options in SCENE:
         print(f'   {name}: gravity compensation 5 s, a step, a test excitation ...', flush=True)
@@ -234,9 +247,11 @@ def main(args, name):
     """The demo's --scene realistic: prints the table, writes the figure and YAML to --out."""
     began = time.monotonic()
     arm = shipped_arm(args.robot)
-    print(f'{name} on plant.profile realistic, links exact ({args.engine} engine, in one '
+    links = not args.exact_links
+    plant_name = 'links ±10 %' if links else 'links exact'
+    print(f'{name} on plant.profile realistic, {plant_name} ({args.engine} engine, in one '
           'process): identification, then before / after / after + options', flush=True)
-    runs, fitted = run_scene(arm, args.engine)
+    runs, fitted = run_scene(arm, args.engine, links)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     figure = out / f'{name}_realistic.png'
@@ -248,12 +263,13 @@ def main(args, name):
     fig.tight_layout()
     fig.savefig(figure, dpi=120)
     plt.close(fig)
-    print(f'\n{name} on the realistic plant (links exact), {args.engine}: measured\n'
+    print(f'\n{name} on the realistic plant ({plant_name}), {args.engine}: measured\n'
           f'{table(runs)}\n  integral: {INTEGRAL}; friction: {FRICTION}')
     took = time.monotonic() - began
-    document = dict(robot=name, engine=args.engine, options=dict(integral=INTEGRAL,
-                                                                 friction=FRICTION),
-                    fitted=dict(armature=fitted.armature.tolist(),
+    document = dict(robot=name, engine=args.engine, links_fitted=links,
+                    options=dict(integral=INTEGRAL, friction=FRICTION),
+                    fitted=dict(link_masses=fitted.inertia[:, 0].tolist(),
+                                armature=fitted.armature.tolist(),
                                 viscous=fitted.viscous.tolist(),
                                 coulomb=fitted.coulomb.tolist()),
                     **{k: v for k, (v, _) in runs.items()}, figure=str(figure.resolve()),
@@ -270,8 +286,9 @@ def measure(argv=None):
     parser.add_argument('--engine', default='internal', choices=('internal', 'mujoco'))
     parser.add_argument('--exact-links', action='store_true', help='plant.mass_error and '
                         'com_error 0 (default: the full realistic profile)')
-    parser.add_argument('--fitted', action='store_true', help='the model with the in-process '
-                        'friction and armature fit (default: the nominal URDF)')
+    parser.add_argument('--fitted', action='store_true', help='the model fitted in process: '
+                        'links, friction and armature (with --exact-links: friction and armature '
+                        'alone; default: the nominal URDF)')
     parser.add_argument('--true-terms', action='store_true', help="the model with the plant's "
                         'own armature and friction (what a perfect fit of them gives)')
     parser.add_argument('--ki', type=float, default=0.0)
@@ -281,8 +298,10 @@ def measure(argv=None):
     args = parser.parse_args(argv)
     arm = shipped_arm(args.robot)
     profile = EXACT_LINKS if args.exact_links else plant.REALISTIC
-    model = fitted_model(arm, profile, args.engine) if args.fitted else \
-        true_terms(arm.model(), profile) if args.true_terms else arm.model()
+    if args.fitted:
+        model = fitted_model(arm, profile, args.engine, links=not args.exact_links)
+    else:
+        model = true_terms(arm.model(), profile) if args.true_terms else arm.model()
     options = dict(ki=args.ki, friction_compensation=args.friction_compensation,
                    friction_deadband=args.deadband, cutoff=args.cutoff)
     values, _ = figures(arm, model, profile, args.engine, options)

@@ -3,11 +3,14 @@
 The effect of each option of issue 17, measured with robot_dynamics.demo_realistic's figures on
 the internal engine: the plant is plant.profile realistic, the model the nominal URDF (before
 identification) or the nominal URDF with the plant's own armature and friction (what a perfect
-``fit_dynamics --friction --armature`` gives; the stiction and the delay stay unmodelled).
+``fit_dynamics --friction --armature`` gives; the stiction and the delay stay unmodelled); and
+the scene's own in-process fits (``fitted_model``) on both plants.
 """
 import numpy as np
+import pinocchio as pin
 import pytest
 
+import robot_dynamics as rd
 from robot_dynamics import demo_realistic as scene
 from robot_dynamics.simulation import plant
 from robot_dynamics.simulation.closed_loop import realistic_plant
@@ -74,12 +77,45 @@ def test_velocity_filter_cuts_command_noise_and_costs_tracking_lag(known_terms_s
     assert np.sqrt(np.mean(error ** 2)) < 1e-3   # still issue 17's tracking target
 
 
-def test_the_scenes_in_process_fit_recovers_the_plants_joint_terms():
-    """fit_residual on 8 s of excitation: armature and Coulomb near the plant's 0.05 and 0.2.
+def test_the_scenes_joint_terms_fit_recovers_the_plants_armature_and_friction():
+    """--exact-links: fit_residual on 8 s of excitation; armature, Coulomb near 0.05 and 0.2.
 
     Viscous comes out lower where the unmodelled stiction is traded into it (README).
     """
-    fitted = scene.fitted_model(ARM, scene.EXACT_LINKS, 'internal')
+    fitted = scene.fitted_model(ARM, scene.EXACT_LINKS, 'internal', links=False)
     np.testing.assert_allclose(fitted.armature, 0.05, rtol=0.15)
     np.testing.assert_allclose(fitted.coulomb, 0.2, rtol=0.3)
     assert (fitted.viscous > 0.1).all() and (fitted.viscous < 0.35).all()
+
+
+def pinocchio_gravity(xml, joints, q):
+    """g(q) by Pinocchio on the whole URDF (other joints at 0), in ``joints`` order."""
+    model = pin.buildModelFromXML(xml)
+    index = [model.joints[model.getJointId(j)].idx_v for j in joints]
+    full = pin.neutral(model)
+    full[index] = q
+    return pin.computeGeneralizedGravity(model, model.createData(), full)[index]
+
+
+def test_the_scenes_link_fit_closes_the_loop_on_the_full_profile_but_the_drift():
+    """The ±10 % links fitted with the joint terms (fit_links): the loop closes, not the drift.
+
+    The plant's gravity at the hold pose to ~0.01 N m (Pinocchio on the plant's URDF; nominal:
+    ~0.3 N m off), the tracking target met; gravity compensation still creeps ~2e-3 rad in
+    5 s, against 0.63 rad before: the unmodelled Stribeck stiction biases the fitted gravity.
+    """
+    profile = plant.REALISTIC
+    fitted = scene.fitted_model(ARM, profile, 'internal')
+    xml = plant.perturbed_urdf(ARM.urdf, profile['plant.mass_error'],
+                               profile['plant.com_error'], seed=0)[0]   # the scene's arm
+    g = pinocchio_gravity(xml, NOMINAL.joint_names, ARM.q0)
+    still = np.zeros(NOMINAL.nv)
+    nominal_error = np.abs(rd.rnea(NOMINAL, ARM.q0, still, still) - g).max()
+    fitted_error = np.abs(rd.rnea(fitted, ARM.q0, still, still) - g).max()
+    assert nominal_error > 0.1 and fitted_error < 0.1 * nominal_error
+    np.testing.assert_allclose(fitted.coulomb, 0.2, rtol=0.3)
+    before, _ = scene.drift(ARM, NOMINAL, profile, 'internal', {})
+    after, _ = scene.drift(ARM, fitted, profile, 'internal', {})
+    assert before > 0.1 and after < 0.01 * before
+    _, error = scene.tracking(ARM, fitted, profile, 'internal', {})
+    assert np.sqrt(np.mean(error ** 2)) < 1e-3   # issue 17's tracking target
