@@ -1,4 +1,4 @@
-"""The controller's fast path (CDR bytes in and out) against its plain path: the same commands.
+"""The nodes' fast path (CDR bytes in, and out) against their plain path: the same outputs.
 
 Two in-process dynamics_controllers with the same parameters and the same fake clocks get the
 same joint states: one as messages (``on_joint_state``, the plain path), the other as the bytes
@@ -9,7 +9,9 @@ Sequences: a smooth motion along a trajectory, and fuzzed ones (reordered, parti
 repeated joints, NaN/Inf, missing or short fields, stamps unset, stale, out of order or jumping
 ahead, time passing beyond state_timeout, parameter changes), in computed torque, gravity
 compensation with collision detection, and a task-space mode on a gravity-compensating arm.
+The wrench estimator likewise (its fast path reads; its two outputs stay messages).
 """
+import copy
 import math
 import time
 from unittest import mock
@@ -26,11 +28,14 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
+from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import session, to_duration, to_time
 
 PARAMS = bringup.load_config(bringup.config_file('panda.yaml'))['dynamics_controller'][
     'ros__parameters']
 JOINTS = PARAMS['joints']
+ESTIMATOR_PARAMS = bringup.load_config(bringup.config_file('panda.yaml'))['wrench_estimator'][
+    'ros__parameters']
 URDF = open(rd.robot_urdf('panda')).read()
 MODEL = rd.load_urdf(URDF, PARAMS['base'], PARAMS['tip'])
 POSE = np.array([0.3, -0.5, 0.2, -2.0, 0.4, 1.6, -0.7])
@@ -47,17 +52,21 @@ FUZZ = settings(max_examples=25, deadline=None, database=None, derandomize=True,
 class Twin:
     """Two controllers, plain and fast, driven alike; their outputs recorded."""
 
-    def __init__(self, overrides):
+    def __init__(self, overrides, node_class=DynamicsController, params=PARAMS):
         self.clock, self.t0 = 1000.0, time.time()
-        self.nodes = [self._node(f'/{path}', overrides) for path in ('plain', 'fast')]
+        self.nodes = [self._node(node_class, f'/{path}', {**params, **overrides})
+                      for path in ('plain', 'fast')]
         self.commands, self.warnings = ([], []), ([], [])
         for k, node in enumerate(self.nodes):
-            node.publisher.publish = self.commands[k].append
+            self.spy(node, self.commands[k])
             node.warn = self.warnings[k].append
 
-    def _node(self, namespace, overrides):
-        values = {**PARAMS, 'robot_description': URDF, 'state_timeout': 0.1, **overrides}
-        node = DynamicsController(namespace=namespace, parameter_overrides=[
+    def spy(self, node, outputs):
+        node.publisher.publish = outputs.append
+
+    def _node(self, node_class, namespace, params):
+        values = {**params, 'robot_description': URDF, 'state_timeout': 0.1}
+        node = node_class(namespace=namespace, parameter_overrides=[
             Parameter(k, value=v) for k, v in values.items()])
         node.monotonic = lambda: self.clock
         node.checked_at = self.clock
@@ -68,9 +77,10 @@ class Twin:
         return self.t0 + self.clock - 1000.0
 
     def state(self, msg):
-        """One joint state to both (time.time() too is the fake clock: unset stamps use it)."""
+        """One joint state to both (time.time() and time.monotonic() are the fake clock)."""
         self.clock += 0.001
-        with mock.patch('time.time', return_value=self.now()):
+        with mock.patch('time.time', return_value=self.now()), \
+                mock.patch('time.monotonic', return_value=self.clock):
             self.nodes[0].on_joint_state(msg)
             self.nodes[1].on_serialized_joint_state(serialize_message(msg))
         self.check()
@@ -121,6 +131,29 @@ class Twin:
             node.destroy_node()
 
 
+class EstimatorTwin(Twin):
+    """Two wrench estimators, plain and fast: the same torques and wrenches, stamps included."""
+
+    def __init__(self, overrides):
+        super().__init__(overrides, WrenchEstimator, ESTIMATOR_PARAMS)
+
+    def spy(self, node, outputs):
+        for publisher in (node.torque_publisher, node.wrench_publisher):
+            publisher.publish = lambda m: outputs.append(copy.deepcopy(m))
+
+    def wait(self, seconds):
+        self.clock += seconds
+
+    def check(self):
+        plain, fast = self.commands
+        assert len(plain) == len(fast)
+        for a, b in zip(plain[-2:], fast[-2:]):
+            assert a == b   # every field: names, stamps, values (never NaN: checked first)
+        a, b = (node.diagnostics.counts for node in self.nodes)
+        assert a == b
+        assert self.warnings[0] == self.warnings[1]
+
+
 def joint_state(names, position, velocity=(), effort=(), stamp=None):
     msg = JointState(name=list(names), position=list(position), velocity=list(velocity),
                      effort=list(effort))
@@ -143,10 +176,10 @@ def ros():
     return session()
 
 
-@pytest.mark.parametrize('config', CONFIGS)
+@pytest.mark.parametrize('config', [*CONFIGS, 'wrench_estimator'])
 def test_a_motion_gives_the_same_commands(ros, config):
     """A smooth motion (with a trajectory to track) at 1 kHz: the compiled reader reads it."""
-    twin = Twin(CONFIGS[config])
+    twin = Twin(CONFIGS[config]) if config in CONFIGS else EstimatorTwin({})
     rng = np.random.default_rng(1)
     try:
         for k in range(300):
@@ -158,9 +191,9 @@ def test_a_motion_gives_the_same_commands(ros, config):
             twin.state(joint_state([JOINTS[i] for i in order] + ['panda_finger_joint1'],
                                    [*q[order], 0.01], [*v[order], 0.0], [*effort[order], 0.0],
                                    twin.now()))
-            if k == 20:
+            if k == 20 and config in CONFIGS:
                 twin.trajectory(trajectory(twin.now()))
-        assert len(twin.commands[0]) == 300
+        assert len(twin.commands[0]) == 300 * (1 if config in CONFIGS else 2)
         assert twin.nodes[1].reader.plain_reads == 1   # the first: its names mapped, then compiled
     finally:
         twin.close()
@@ -204,11 +237,11 @@ ACTIONS = st.one_of(
         ('mode', 'gravity_compensation'), ('payload.mass', 1.0), ('kp', [-1.0] * 7)])))
 
 
-@pytest.mark.parametrize('config', CONFIGS)
+@pytest.mark.parametrize('config', [*CONFIGS, 'wrench_estimator'])
 @given(actions=st.lists(ACTIONS, min_size=1, max_size=30))
 @FUZZ
 def test_fuzzed_states_give_the_same_commands(ros, config, actions):
-    twin = Twin(CONFIGS[config])
+    twin = Twin(CONFIGS[config]) if config in CONFIGS else EstimatorTwin({})
     try:
         for k in range(3):   # commanding, so that stamps are checked
             twin.state(joint_state(JOINTS, POSE, np.zeros(7), rd.gravity(MODEL, POSE),
@@ -216,11 +249,11 @@ def test_fuzzed_states_give_the_same_commands(ros, config, actions):
         for action in actions:
             if action[0] == 'wait':
                 twin.wait(action[1])
-            elif action[0] == 'trajectory':
+            elif action[0] == 'trajectory' and config in CONFIGS:
                 twin.trajectory(trajectory(twin.now() + action[1]))
-            elif action[0] == 'parameter':
+            elif action[0] == 'parameter' and config in CONFIGS:
                 twin.parameter(*action[1])
-            else:
+            elif action[0] not in ('trajectory', 'parameter'):
                 names, position, velocity, effort, offset = action
                 twin.state(joint_state(names, position, velocity, effort,
                                        None if offset is None else twin.now() + offset))
