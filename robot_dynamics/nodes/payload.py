@@ -211,8 +211,8 @@ class PayloadService:
 
     def add(self, q, v, effort):
         """An accepted joint state (model order): recorded if still, with its efforts if finite."""
-        s = self.samples
-        s.speed = math.nan if v is None else float(np.abs(v).max())
+        s = self.samples   # v is finite (JointStateReader): Python's max is numpy's here
+        s.speed = math.nan if v is None else max(map(abs, v.tolist()))
         if s.speed < s.still_velocity:
             valid = effort is not None and all_finite(effort)
             s.record(q, v, self.profile.joint_torque(q, effort) if valid else None)
