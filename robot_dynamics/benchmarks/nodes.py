@@ -6,9 +6,11 @@ On loopback DDS in a domain of its own, this process plays a 7-DoF arm (the Pand
 it publishes a sensor_msgs/JointState, waits for the node's reply and publishes the next state
 at the next 1 ms tick (a ping-pong at 1 kHz), to each node under test in turn, each a process in
 a namespace of its own: the minimal node and its raw twin (``echo_node``), dynamics_controller in
-computed_torque and in gravity_compensation (config/panda.yaml, the shipped URDF), and
-wrench_estimator (its reply: ~/wrench). The arm_simulator is measured the other way round: it
-publishes the states at its own 1 kHz and this process answers each with a constant command.
+computed_torque, gravity_compensation and cartesian_impedance (config/panda.yaml, the shipped
+URDF; all on the default fast path) and in computed_torque on the plain path (``fast_path``
+false), and wrench_estimator (its reply: ~/wrench). The arm_simulator is measured the other way
+round: it publishes the states at its own 1 kHz and this process answers each with a constant
+command.
 
 Per node and round: CPU per cycle (utime + stime of the node's process, /proc/<pid>/stat, over
 the window, divided by the states it answered) and the latency state -> reply (median, p99; the
@@ -97,6 +99,13 @@ def targets(work):
             Target('gravity_compensation', node('gravity_compensation', 'gravity_compensation',
                                                 'dynamics_controller'), commands,
                    Float64MultiArray),
+            Target('cartesian_impedance', node('cartesian_impedance', 'gravity_compensation',
+                                               'dynamics_controller',
+                                               mode='cartesian_impedance'), commands,
+                   Float64MultiArray),
+            Target('computed_torque_plain', node('computed_torque_plain', 'computed_torque',
+                                                 'dynamics_controller', fast_path=False),
+                   commands, Float64MultiArray),
             Target('wrench_estimator', node('wrench_estimator', 'wrench_estimation',
                                             'wrench_estimator'), 'wrench_estimator/wrench',
                    WrenchStamped),
@@ -364,6 +373,8 @@ def _rounds(nodes, settings, env, work):
 LABELS = {'minimal': 'minimal rclpy node (a)', 'minimal_raw': 'raw minimal node (b)',
           'computed_torque': 'dynamics_controller, computed_torque',
           'gravity_compensation': 'dynamics_controller, gravity_compensation',
+          'cartesian_impedance': 'dynamics_controller, cartesian_impedance',
+          'computed_torque_plain': 'dynamics_controller, computed_torque, fast_path false',
           'wrench_estimator': 'wrench_estimator (reply ~/wrench)',
           'arm_simulator': 'arm_simulator (answered by the benchmark)'}
 
