@@ -54,6 +54,11 @@ path (rejected, or time-scaled with ``trajectory.time_scaling``), streamed refer
 rate-limited, and with ``collision.enable`` a momentum observer in this node's own cycle detects
 collisions; the reaction (``collision.reaction``) applies from the detecting state on, until
 ``~/reset``.
+
+Fast path (``fast_path``, default true): joint_states arrive as CDR bytes (a raw subscription)
+read by the compiled ``CdrJointStateReader`` (robot_dynamics.nodes.cdr), and the command goes out
+pre-serialized; false: rclpy deserializes the state and serializes the command. Both paths run
+the same ``on_state``, rate limit and clamp (``limit_command``), so they give the same commands.
 """
 import dataclasses
 import math

@@ -25,6 +25,9 @@ Collisions (``collision.*``, robot_dynamics.nodes.contact_safety): for an arm wh
 is not ours, the estimate (after tare) goes through the same detector as in the controller; the
 event is latched on ``~/collision`` and /diagnostics until ``~/reset``. Reported only: the
 reaction is the controller's business.
+
+Fast path (``fast_path``, default true): joint_states read from their CDR bytes by the compiled
+``CdrJointStateReader``, as in the controller; false: deserialized by rclpy (the same estimates).
 """
 import dataclasses
 import time
