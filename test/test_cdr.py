@@ -10,7 +10,7 @@ from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.core._jit import jit
 from robot_dynamics.nodes.cdr import OK, CdrJointStateReader, Float64MultiArrayWriter, \
-    parse_joint_state, read_state
+    JointStateWriter, parse_joint_state, read_state
 from robot_dynamics.nodes.joint_states import BadInput, JointStateReader
 
 pytestmark = pytest.mark.nojit
@@ -185,3 +185,21 @@ def test_writer_serializes_values_given():
     writer = Float64MultiArrayWriter(3)
     data = deserialize_message(writer.serialized([1.0, -2.0, 3.5]), Float64MultiArray).data
     assert data.tolist() == [1.0, -2.0, 3.5]
+
+
+@given(st.lists(NAME_TEXT, min_size=1, max_size=9, unique=True),
+       st.integers(-2**31, 2**31 - 1), st.integers(0, 10**9 - 1), st.data())
+@settings(max_examples=60, deadline=None, database=None, derandomize=True)
+def test_joint_state_writer_gives_what_rclpy_gives(names, sec, nanosec, data):
+    """The writer's bytes deserialize to the message rclpy would serialize (NaN, Inf included)."""
+    n = len(names)
+    values = [np.array(data.draw(st.lists(st.floats(allow_nan=True), min_size=n, max_size=n)))
+              for _ in range(3)]
+    writer = JointStateWriter(names)
+    for _ in range(2):   # a second message from the same buffer
+        msg = deserialize_message(writer.serialized(sec, nanosec, *values), JointState)
+        assert (msg.header.stamp.sec, msg.header.stamp.nanosec) == (sec, nanosec)
+        assert list(msg.name) == names and msg.header.frame_id == ''
+        for field, x in zip((msg.position, msg.velocity, msg.effort), values):
+            assert np.array_equal(np.array(field), x, equal_nan=True)
+        values = [x[::-1].copy() for x in values]

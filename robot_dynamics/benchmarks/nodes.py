@@ -6,15 +6,18 @@ On loopback DDS in a domain of its own, this process plays a 7-DoF arm (the Pand
 it publishes a sensor_msgs/JointState, waits for the node's reply and publishes the next state
 at the next 1 ms tick (a ping-pong at 1 kHz), to each node under test in turn, each a process in
 a namespace of its own: the minimal node and its raw twin (``echo_node``), dynamics_controller in
-computed_torque and in gravity_compensation (config/panda.yaml, the shipped URDF), and
-wrench_estimator (its reply: ~/wrench). The arm_simulator is measured the other way round: it
-publishes the states at its own 1 kHz and this process answers each with a constant command.
+computed_torque, gravity_compensation and cartesian_impedance (config/panda.yaml, the shipped
+URDF; all on the default fast path) and in computed_torque on the plain path (``fast_path``
+false), and wrench_estimator (its reply: ~/wrench). The arm_simulator is measured the other way
+round: it publishes the states at its own 1 kHz and this process answers each with a constant
+command.
 
 Per node and round: CPU per cycle (utime + stime of the node's process, /proc/<pid>/stat, over
 the window, divided by the states it answered) and the latency state -> reply (median, p99; the
 simulator's own figure, state -> command, from its /diagnostics). Ratios are taken against the
 minimal nodes within each round; the tables give the median over rounds and the range. Also in
-process: the compiled CDR reader against rclpy's deserialize_message + JointStateReader.
+process: the compiled CDR reader against rclpy's deserialize_message + JointStateReader, and
+dynamics_controller's joint-state callback on both paths (``callback_costs``).
 """
 import argparse
 import dataclasses
@@ -33,6 +36,7 @@ import rclpy
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message, serialize_message
 from sensor_msgs.msg import JointState
@@ -41,6 +45,7 @@ from std_msgs.msg import Float64MultiArray
 import robot_dynamics as rd
 from robot_dynamics import bringup, run
 from robot_dynamics.nodes.cdr import CdrJointStateReader, Float64MultiArrayWriter
+from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.joint_states import COMMAND_QOS, JointStateReader, to_array
 from robot_dynamics.nodes.node import executor
 
@@ -97,6 +102,13 @@ def targets(work):
             Target('gravity_compensation', node('gravity_compensation', 'gravity_compensation',
                                                 'dynamics_controller'), commands,
                    Float64MultiArray),
+            Target('cartesian_impedance', node('cartesian_impedance', 'gravity_compensation',
+                                               'dynamics_controller',
+                                               mode='cartesian_impedance'), commands,
+                   Float64MultiArray),
+            Target('computed_torque_plain', node('computed_torque_plain', 'computed_torque',
+                                                 'dynamics_controller', fast_path=False),
+                   commands, Float64MultiArray),
             Target('wrench_estimator', node('wrench_estimator', 'wrench_estimation',
                                             'wrench_estimator'), 'wrench_estimator/wrench',
                    WrenchStamped),
@@ -297,6 +309,40 @@ def reader_costs(rounds=7, messages=2000):
             for name, t in times.items()}
 
 
+def callback_costs(modes=('computed_torque', 'gravity_compensation', 'cartesian_impedance'),
+                   rounds=5, states=2000):
+    """µs of CPU per joint state of dynamics_controller's callback, in process, on both paths.
+
+    fast: ``on_serialized_joint_state`` on the bytes; plain: ``deserialize_message`` and
+    ``on_joint_state`` (what rclpy does for a typed subscription). Publication is a no-op here;
+    the states are the same message (equal stamps are accepted). Needs rclpy initialised.
+    """
+    names, q, v, effort = arm_state()
+    data = serialize_message(JointState(name=names, position=q.tolist(), velocity=v.tolist(),
+                                        effort=effort.tolist()))
+    values = {**bringup.config_section(bringup.config_file('panda.yaml'), 'dynamics_controller'),
+              'robot_description': pathlib.Path(rd.robot_urdf('panda')).read_text()}
+    out = {}
+    for mode in modes:
+        node = DynamicsController(namespace=f'/callback_{mode}', parameter_overrides=[
+            Parameter(k, value=x) for k, x in {**values, 'mode': mode}.items()])
+        node.publisher.publish = lambda _: None
+        cases = {'fast': lambda: node.on_serialized_joint_state(data),
+                 'plain': lambda: node.on_joint_state(deserialize_message(data, JointState))}
+        times = {path: [] for path in cases}
+        for _ in range(rounds):
+            for path, call in cases.items():
+                call()
+                start = time.thread_time()
+                for _ in range(states):
+                    call()
+                times[path].append((time.thread_time() - start) / states * 1e6)
+        assert node.diagnostics.counts['rejected_states'] == 0, node.diagnostics.counts
+        node.destroy_node()
+        out[mode] = {path: float(np.median(t)) for path, t in times.items()}
+    return out
+
+
 def fill(msg, data):
     msg.data = data
     return msg
@@ -337,12 +383,13 @@ def measure(quick=False, rounds=None):
         rclpy.init()
         try:
             per_round = _rounds(targets(work), settings, env, work)
+            callbacks = callback_costs()
         finally:
             rclpy.try_shutdown()
             lock.close()
     return dict(settings=settings, load_average_before=load_before,
                 load_average_after=os.getloadavg(), rounds=per_round,
-                summary=summary(per_round), readers=reader_costs())
+                summary=summary(per_round), readers=reader_costs(), callbacks=callbacks)
 
 
 def _rounds(nodes, settings, env, work):
@@ -364,6 +411,8 @@ def _rounds(nodes, settings, env, work):
 LABELS = {'minimal': 'minimal rclpy node (a)', 'minimal_raw': 'raw minimal node (b)',
           'computed_torque': 'dynamics_controller, computed_torque',
           'gravity_compensation': 'dynamics_controller, gravity_compensation',
+          'cartesian_impedance': 'dynamics_controller, cartesian_impedance',
+          'computed_torque_plain': 'dynamics_controller, computed_torque, fast_path false',
           'wrench_estimator': 'wrench_estimator (reply ~/wrench)',
           'arm_simulator': 'arm_simulator (answered by the benchmark)'}
 
@@ -387,6 +436,12 @@ def reader_table(readers):
                  [[name, f"{r['us']:.2f}", f"{r['min_us']:.2f}"] for name, r in readers.items()])
 
 
+def callback_table(callbacks):
+    return table(['dynamics_controller callback, in process', 'fast µs', 'plain µs'],
+                 [[mode, f"{c['fast']:.1f}", f"{c['plain']:.1f}"]
+                  for mode, c in callbacks.items()])
+
+
 def report(results):
     """The node section as markdown."""
     s = results['settings']
@@ -394,7 +449,7 @@ def report(results):
         f"{s['rounds']} rounds of {s['cycles']} states per node; ratios: median over rounds "
         f"(range). Load average before {results['load_average_before']}, after "
         f"{results['load_average_after']}.", node_table(results['summary']),
-        reader_table(results['readers'])])
+        reader_table(results['readers']), callback_table(results['callbacks'])])
 
 
 def main(argv=None):

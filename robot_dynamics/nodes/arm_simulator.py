@@ -41,6 +41,9 @@ torque_minus_gravity the joint torque less g_robot(q).
 ``~/external_wrench`` (geometry_msgs/WrenchStamped) acts at the tip, frame_id = the base link
 (force and moment about the tip origin in base axes) or the tip link (tip axes); it stays until
 replaced (send zeros to remove it).
+Fast path (``fast_path``, default true): joint_states go out pre-serialized, one buffer filled in
+place each step (robot_dynamics.nodes.cdr.JointStateWriter); false: as a message rclpy
+serializes. The values are the same.
 """
 import dataclasses
 import time
@@ -55,6 +58,7 @@ from robot_dynamics.core.control import clamp_effort
 from robot_dynamics.simulation import ENGINES, simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
+from .cdr import JointStateWriter
 from .diagnostics import Percentiles
 from .arm import ArmBuilder
 from .joint_states import COMMAND_QOS, to_array
@@ -110,6 +114,9 @@ class ArmSimulator(ArmNode):
               range=(0.0, 1.0)),
         Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
               range=(0.1, 3600.0)),
+        Param('fast_path', True, 'bool', 'joint_states published pre-serialized (one buffer '
+              'filled in place); false: as a message rclpy serializes (the same values)',
+              read_only=True),
     ) + profiles.PARAMS + PLANT_PARAMS
 
     def __init__(self):
@@ -169,6 +176,7 @@ class ArmSimulator(ArmNode):
             self.tau = np.zeros(m.nv)       # clamped command, model order
             self.effort = np.zeros(m.nv)    # reported joint torque, joints order
             self.state = JointState(name=list(arm.joints))
+            self.writer = JointStateWriter(arm.joints) if self.values['fast_path'] else None
         else:
             engine.set_state(self.engine.q, self.engine.v)
             self.get_logger().info('simulated arm changed (damping, payload or joint terms): '
@@ -237,6 +245,10 @@ class ArmSimulator(ArmNode):
         s = self.state
         s.header.stamp.sec, s.header.stamp.nanosec = divmod(int(round(stamp * 1e9)), 10**9)
         q, v, effort = self.plant.sense(self.engine.q, self.engine.v, self.effort)
+        if self.writer is not None:
+            self.publisher.publish(self.writer.serialized(s.header.stamp.sec,
+                                                          s.header.stamp.nanosec, q, v, effort))
+            return
         s.position, s.velocity, s.effort = to_array(q), to_array(v), to_array(effort)
         self.publisher.publish(s)
 

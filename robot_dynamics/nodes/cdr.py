@@ -13,6 +13,8 @@ last mapped message. Anything else (new names, a message the plain reader reject
 little-endian XCDR1) goes through rclpy's ``deserialize_message`` and the plain reader, so both
 paths accept, reject and word their errors alike, and the name mapping has one implementation.
 """
+import struct
+
 import numpy as np
 
 from robot_dynamics.core._jit import jit
@@ -164,9 +166,9 @@ class CdrJointStateReader(JointStateReader):
     order after OK), for a compiled caller; read it again after each plain read.
     """
 
-    def __init__(self, joint_names, fields=JointStateReader.FIELDS,
+    def __init__(self, joint_names, fields=JointStateReader.FIELDS, finite=None,
                  deserialize=deserialize_joint_state):
-        super().__init__(joint_names, fields)
+        super().__init__(joint_names, fields, finite)
         n = len(self.joint_names)
         self.deserialize, self.plain_reads = deserialize, 0
         self._cfg = np.zeros(INDEX + n, np.int64)
@@ -198,11 +200,9 @@ class CdrJointStateReader(JointStateReader):
         self.plain_reads += 1
         msg = self.deserialize(data)
         try:
-            state = self.read(msg)
+            return self.read_stamped(msg)
         finally:
             self._remember(msg.name)
-        return None if state is None else (*state, (msg.header.stamp.sec,
-                                                    msg.header.stamp.nanosec))
 
     def _remember(self, names):
         """Cache the names the plain reader has mapped (if these are they) for the fast path."""
@@ -233,6 +233,45 @@ def parse_joint_state(data):
     arrays = [np.frombuffer(data, np.float64, count=int(info[COUNTS + f]),
                             offset=int(info[OFFSETS + f])) for f in range(3)]
     return (int(info[SEC]), int(info[NANOSEC]), frame, names, *arrays)
+
+
+def warm_up(joint_names):
+    """Compile (or load from the cache) the reader's kernels: one message on both paths."""
+    from rclpy.serialization import serialize_message
+    from sensor_msgs.msg import JointState
+    zero = [0.0] * len(joint_names)
+    data = serialize_message(JointState(name=list(joint_names), position=zero, velocity=zero,
+                                        effort=zero))
+    reader = CdrJointStateReader(joint_names)
+    for _ in range(2):   # the first maps the names (plain), the second is compiled
+        reader.read_cdr(data)
+
+
+class JointStateWriter:
+    """A serialized sensor_msgs/JointState with fixed names and n values per field, made once.
+
+    The bytes are rclpy's ``serialize_message`` of the message with zeros; ``serialized`` writes
+    the stamp and the three arrays in place (their offsets found by the compiled reader's
+    ``_layout``) and returns the message as bytes, for a publisher of JointState.
+    """
+
+    def __init__(self, names):
+        from rclpy.serialization import serialize_message
+        from sensor_msgs.msg import JointState
+        zero = [0.0] * len(names)
+        self.buffer = bytearray(serialize_message(JointState(
+            name=list(names), position=zero, velocity=zero, effort=zero)))
+        info = np.zeros(INFO, np.int64)
+        _layout(np.frombuffer(bytes(self.buffer), np.uint8), info)
+        self.fields = [np.frombuffer(self.buffer, np.float64, count=len(names),
+                                     offset=int(info[OFFSETS + f])) for f in range(3)]
+
+    def serialized(self, sec, nanosec, position, velocity, effort):
+        """The message stamped (sec, nanosec) with these values, as bytes."""
+        self.buffer[4:12] = struct.pack('<iI', sec, nanosec)
+        for field, values in zip(self.fields, (position, velocity, effort)):
+            field[:] = values
+        return bytes(self.buffer)
 
 
 class Float64MultiArrayWriter:

@@ -42,7 +42,7 @@ class Diagnostics:
         self.publisher = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.counts = collections.Counter({c: 0 for c in counters})
         self.latency = Percentiles(latencies)
-        self.max_latency = np.zeros(len(latencies))
+        self.max_latency = [0.0] * len(latencies)
         self._received, self._since = 0, time.monotonic()
         node.create_timer(period, self.publish)
 
@@ -54,7 +54,7 @@ class Diagnostics:
 
     def time(self, *seconds):
         self.latency.add(*seconds)
-        np.maximum(self.max_latency, seconds, out=self.max_latency)
+        self.max_latency = [max(m, s) for m, s in zip(self.max_latency, seconds)]
 
     def rate(self):
         """Messages per second since the previous call."""

@@ -62,8 +62,14 @@ path (rejected, or time-scaled with ``trajectory.time_scaling``), streamed refer
 rate-limited, and with ``collision.enable`` a momentum observer in this node's own cycle detects
 collisions; the reaction (``collision.reaction``) applies from the detecting state on, until
 ``~/reset``.
+
+Fast path (``fast_path``, default true): joint_states arrive as CDR bytes (a raw subscription)
+read by the compiled ``CdrJointStateReader`` (robot_dynamics.nodes.cdr), and the command goes out
+pre-serialized; false: rclpy deserializes the state and serializes the command. Both paths run
+the same ``on_state``, rate limit and clamp (``limit_command``), so they give the same commands.
 """
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -75,11 +81,13 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 import robot_dynamics as rd
 from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, VelocityFilter,
                                          clamp_effort, unwrap_positions)
+from robot_dynamics.core.limits import CLAMPED, NON_FINITE, RATE_LIMITED, limit_command
 from robot_dynamics.core.trajectory import JointTrajectory
 
 from robot_dynamics.core.collision import Reaction
 
-from . import contact_safety, payload, profiles, speed_limiter, task_space
+from . import cdr, contact_safety, payload, profiles, speed_limiter, task_space
+from .cdr import CdrJointStateReader, Float64MultiArrayWriter
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -106,14 +114,6 @@ class Config:
     task: object = None               # the task-space law of a task-space mode (task_space)
     pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
     velocity_filter_cutoff: float = 0.0       # Hz, 0: the control laws get the measured q̇
-
-
-def rate_limited(tau, previous, dt, rate):
-    """τ moved toward from ``previous`` by at most rate · dt per joint (τ itself if no previous)."""
-    if previous is None:
-        return tau
-    step = rate * max(dt, 0.0)
-    return np.clip(tau, previous - step, previous + step)
 
 
 def integral_gains(values, arm, limits):
@@ -234,14 +234,20 @@ class DynamicsController(ArmNode):
               'N m (N) (empty: the effort limits)', per_joint=True),
         Param('velocity_filter_cutoff', 0.0, 'double', 'first-order low-pass on the measured '
               'velocities the control laws use, Hz (0: off)', range=(0.0, 1e6)),
+        Param('fast_path', True, 'bool', 'joint_states read from their serialized bytes by a '
+              'compiled reader and commands published pre-serialized; false: rclpy '
+              'deserializes and serializes them (the same commands)', read_only=True),
     ) + (payload.PARAMS + profiles.PARAMS + task_space.PARAMS +
          contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS)
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = None
         self.q_last, self.last_state, self.commanding, self.stopping = None, None, False, False
-        self.tau_last = self.published_at = None   # the last command (model order), its time
+        self.tau_last = self.published_at = None   # the last command (model order, once
+        #                                           published), its time
         self.stamp_published = None                 # the stamp of the state it answered
+        self.writer = self.clamped = None           # the command in joints order, serialized
+        self.serialized = False                     # publish serialized (a raw state came last)
         self.t_last = None
         self.monotonic = time.monotonic            # the clock of the rate limit and timeouts
         self.checked_at = time.monotonic()
@@ -251,8 +257,10 @@ class DynamicsController(ArmNode):
         self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
         self.command = Float64MultiArray()
         # depth 1: a controller acts on the newest state and skips any it could not serve
-        self.create_subscription(JointState, 'joint_states', self.on_joint_state,
-                                 state_qos(self.values['joint_states_reliability'], 1))
+        raw = self.values['fast_path']
+        self.create_subscription(JointState, 'joint_states',
+                                 self.on_serialized_joint_state if raw else self.on_joint_state,
+                                 state_qos(self.values['joint_states_reliability'], 1), raw=raw)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.create_timer(0.02, self.check_stale)
@@ -308,8 +316,12 @@ class DynamicsController(ArmNode):
         self.config = config
         self.limiter.apply(config.pfl)
         detecting = config.safety.detection is not None
-        self.reader = JointStateReader(self.arm.model.joint_names, ('position', 'velocity') +
-                                       (('effort',) if detecting else ()))
+        self.reader = CdrJointStateReader(self.arm.model.joint_names, finite=(
+            'position', 'velocity') + (('effort',) if detecting else ()))
+        if self.writer is None:   # the command's buffers (the joints are read-only)
+            n = self.arm.model.nv
+            self.writer, self.tau_last, self.clamped = (Float64MultiArrayWriter(n), np.zeros(n),
+                                                        np.zeros(n, bool))
         self.identification.configure(self.values, self.arm, config.profile)
         self.configure_detection(config.safety)
 
@@ -323,6 +335,9 @@ class DynamicsController(ArmNode):
         task_space.warm_up(self.arm.model)
         contact_safety.warm_up(self.config.safety)
         speed_limiter.warm_up(self.config.pfl, self.arm.model)
+        cdr.warm_up(self.arm.model.joint_names)
+        limit_command(zero, zero.copy(), math.inf, self.config.effort_limits, self.arm.order,
+                      Float64MultiArrayWriter(len(q)).data, np.zeros(len(q), bool))
 
     def configure_detection(self, safety):
         """The observer and detector for ``collision.*`` (observer None when off)."""
@@ -348,29 +363,39 @@ class DynamicsController(ArmNode):
 
     # -- inputs --------------------------------------------------------------------------------
     def on_joint_state(self, msg):
+        """A deserialized JointState (the plain path): the command goes out as a message."""
+        self.on_state(self.reader.read_stamped, msg, False)
+
+    def on_serialized_joint_state(self, data):
+        """A JointState's CDR bytes (the fast path): the command goes out serialized."""
+        self.on_state(self.reader.read_cdr, data, True)
+
+    def on_state(self, read, msg, serialized):
+        """One joint state, read by ``read``: checks, control law, command (both paths)."""
         received = time.perf_counter()
         self.diagnostics.received()
         if self.config is None:
             self.get_logger().warning('no model yet: waiting for robot_description',
                                       throttle_duration_sec=2.0)
             return
+        self.serialized = serialized
         try:
-            state = self.reader.read(msg)
+            state = read(msg)
             if state is None:
                 return
-            q, v, effort = state
-            t = seconds(msg.header.stamp) or time.time()
+            q, v, effort, (sec, nanosec) = state
+            t = (sec + 1e-9 * nanosec) or time.time()
             self.check_stamp(t)
             self.on_valid_state(q, t)
-            self.identification.add(msg, q, v)
+            self.identification.add(q, v, effort)
             self.detect_collision(q, v, effort, t)
             tau = self.control(q, v, t)
         except BadInput as error:
             self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
-        stamp = msg.header.stamp   # exact differences of stamps: integer nanoseconds
-        if self.publish(tau, q, (stamp.sec * 10**9 + stamp.nanosec) or None):
+        # exact differences of stamps: integer nanoseconds
+        if self.publish(tau, q, (sec * 10**9 + nanosec) or None):
             self.diagnostics.time(time.perf_counter() - received, time.time() - t)
 
     def check_stamp(self, t):
@@ -517,30 +542,36 @@ class DynamicsController(ArmNode):
         """Publish the command for τ at q (for the state stamped ``stamp``, ns); returns whether.
 
         The command is τ less the gravity the robot adds itself (``profile.command``), rate
-        limited (module docstring), then clamped, in joints order; never NaN.
+        limited (module docstring), then clamped (``limit_command``), in joints order; never
+        NaN. Serialized after a state that came serialized (the fast path), else a message.
         """
         tau = self.config.profile.command(q, tau)
-        if not all_finite(tau):
-            self.diagnostics.count('non_finite_commands')
-            self.get_logger().error(f'non-finite effort {tau}: not published',
-                                    throttle_duration_sec=1.0)
-            return False
         now = self.monotonic()
         dt = now - (self.published_at or now)
         if stamp is not None and self.stamp_published is not None:
             dt = min(max(1e-9 * (stamp - self.stamp_published), dt), dt + RATE_SLACK)
-        limited = rate_limited(tau, self.tau_last, dt, self.config.max_effort_rate)
-        if (limited != tau).any():
+        step = (math.inf if self.published_at is None
+                else self.config.max_effort_rate * max(dt, 0.0))
+        status = limit_command(tau, self.tau_last, step, self.config.effort_limits,
+                               self.arm.order, self.writer.data, self.clamped)
+        if status == NON_FINITE:
+            self.diagnostics.count('non_finite_commands')
+            self.get_logger().error(f'non-finite effort {tau}: not published',
+                                    throttle_duration_sec=1.0)
+            return False
+        if status & RATE_LIMITED:
             self.diagnostics.count('rate_limited_commands')
-        tau, clamped = clamp_effort(limited, self.config.effort_limits)
-        if clamped.any():
+        if status & CLAMPED:
             self.diagnostics.count('clamped_commands')
-            names = [n for n, c in zip(self.arm.model.joint_names, clamped) if c]
+            names = [n for n, c in zip(self.arm.model.joint_names, self.clamped) if c]
             self.warn(f'effort clamped at {names}')
-        self.command.data = to_array(self.arm.to_joints(tau))
-        self.publisher.publish(self.command)
+        if self.serialized:
+            self.publisher.publish(self.writer.serialized())
+        else:
+            self.command.data = to_array(self.writer.data)
+            self.publisher.publish(self.command)
         self.diagnostics.count('commands')
-        self.tau_last, self.published_at, self.stamp_published = tau, now, stamp
+        self.published_at, self.stamp_published = now, stamp
         self.commanding = True
         return True
 

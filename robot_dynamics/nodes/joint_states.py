@@ -35,13 +35,15 @@ class JointStateReader:
 
     Extra joints are ignored; a message carrying none of our joints (e.g. a gripper's) gives
     None; one carrying only some of them is rejected. Every array must be empty or have one value
-    per name; ``fields`` are converted (None when empty) and must be finite.
+    per name; ``fields`` are converted (None when empty), and those of ``finite`` (by default all
+    of them) must be finite.
     """
 
     FIELDS = ('position', 'velocity', 'effort')
 
-    def __init__(self, joint_names, fields=FIELDS):
+    def __init__(self, joint_names, fields=FIELDS, finite=None):
         self.joint_names, self.fields = tuple(joint_names), fields
+        self.finite = fields if finite is None else finite
         self._names, self._index = None, None
 
     def read(self, msg):
@@ -59,6 +61,12 @@ class JointStateReader:
         if not msg.position:
             raise BadInput('no positions')
         return tuple(self._field(msg, f) if f in self.fields else None for f in self.FIELDS)
+
+    def read_stamped(self, msg):
+        """``read(msg)`` and the stamp (sec, nanosec), as ``read_cdr`` gives them (cdr.py)."""
+        state = self.read(msg)
+        stamp = msg.header.stamp
+        return None if state is None else (*state, (stamp.sec, stamp.nanosec))
 
     def _map(self, names):
         where = {}
@@ -80,7 +88,7 @@ class JointStateReader:
             return None
         x = np.frombuffer(values) if isinstance(values, array.array) else np.asarray(values, float)
         x = x[self._index]
-        if not all_finite(x):
+        if field in self.finite and not all_finite(x):
             bad = [self.joint_names[i] for i in np.flatnonzero(~np.isfinite(x))]
             raise BadInput(f'non-finite {field} for {bad}')
         return x

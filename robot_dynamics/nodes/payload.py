@@ -32,7 +32,7 @@ import robot_dynamics as rd
 from robot_dynamics.core.identification import static_poses, tilt
 from robot_dynamics.core.spatial import inertia_from_urdf, inertia_to_urdf
 
-from .joint_states import BadInput, JointStateReader
+from .joint_states import BadInput, all_finite
 from .parameters import Param
 
 PARAMS = (
@@ -193,16 +193,15 @@ class PayloadService:
     """
 
     def __init__(self, node):
-        self.node, self.reader, self.samples, self.profile = node, None, None, None
+        self.node, self.samples, self.profile = node, None, None
         node.create_service(SetBool, '~/identify_payload', self.on_request)
 
     def configure(self, values, arm, profile):
-        """The effort reader, the hardware profile, StillSamples for the parameters.
+        """The hardware profile and StillSamples for the parameters.
 
         ``profile`` (robot_dynamics.nodes.profiles) turns efforts into joint torques; the
         samples are kept while their parameters do not change.
         """
-        self.reader = JointStateReader(arm.model.joint_names, ('effort',))
         self.profile = profile
         size = int(values['payload_identification.samples'])
         still = float(values['payload_identification.still_velocity'])
@@ -210,17 +209,13 @@ class PayloadService:
         if s is None or s.size != size or s.still_velocity != still:
             self.samples = StillSamples(arm.model.nv, size, still)
 
-    def add(self, msg, q, v):
-        """A joint state the node accepted: recorded if still, with its efforts if valid."""
-        s = self.samples
-        s.speed = math.nan if v is None else float(np.abs(v).max())
+    def add(self, q, v, effort):
+        """An accepted joint state (model order): recorded if still, with its efforts if finite."""
+        s = self.samples   # v is finite (JointStateReader): Python's max is numpy's here
+        s.speed = math.nan if v is None else max(map(abs, v.tolist()))
         if s.speed < s.still_velocity:
-            try:
-                effort = self.reader.read(msg)[2]
-                tau = None if effort is None else self.profile.joint_torque(q, effort)
-            except BadInput:
-                tau = None
-            s.record(q, v, tau)
+            valid = effort is not None and all_finite(effort)
+            s.record(q, v, self.profile.joint_torque(q, effort) if valid else None)
 
     def on_request(self, request, response):
         node = self.node

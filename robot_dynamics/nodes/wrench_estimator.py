@@ -25,6 +25,9 @@ Collisions (``collision.*``, robot_dynamics.nodes.contact_safety): for an arm wh
 is not ours, the estimate (after tare) goes through the same detector as in the controller; the
 event is latched on ``~/collision`` and /diagnostics until ``~/reset``. Reported only: the
 reaction is the controller's business.
+
+Fast path (``fast_path``, default true): joint_states read from their CDR bytes by the compiled
+``CdrJointStateReader``, as in the controller; false: deserialized by rclpy (the same estimates).
 """
 import dataclasses
 import time
@@ -37,8 +40,8 @@ from std_srvs.srv import Trigger
 import robot_dynamics as rd
 from robot_dynamics.core.observers import MomentumObserver
 
-from . import contact_safety, payload, profiles
-from .joint_states import BadInput, JointStateReader, seconds, state_qos, to_array
+from . import cdr, contact_safety, payload, profiles
+from .joint_states import BadInput, state_qos, to_array
 from .node import ArmNode, main as run_node
 from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
 from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
@@ -70,6 +73,9 @@ class WrenchEstimator(ArmNode):
               'largest singular value of J', range=(0.0, 1.0)),
         Param('reference_frame', '', 'string', 'frame of ~/wrench: the base link (moment about '
               'the tip, base axes) or the tip link (tip axes); empty: the base link'),
+        Param('fast_path', True, 'bool', 'joint_states read from their serialized bytes by a '
+              'compiled reader; false: rclpy deserializes them (the same estimates)',
+              read_only=True),
     ) + profiles.PARAMS + contact_safety.ESTIMATOR_PARAMS
 
     def __init__(self, **options):
@@ -83,8 +89,10 @@ class WrenchEstimator(ArmNode):
         self.torque_publisher = self.create_publisher(JointState, '~/external_joint_torques', 10)
         # depth 10: the observer integrates momentum, so it takes every state, a little late
         # after a hiccup rather than skipping some (which costs accuracy)
-        self.create_subscription(JointState, 'joint_states', self.on_joint_state,
-                                 state_qos(self.values['joint_states_reliability'], 10))
+        raw = self.values['fast_path']
+        self.create_subscription(JointState, 'joint_states',
+                                 self.on_serialized_joint_state if raw else self.on_joint_state,
+                                 state_qos(self.values['joint_states_reliability'], 10), raw=raw)
         self.create_service(Trigger, '~/tare', self.on_tare)
         self.collision = contact_safety.CollisionMonitor(self)
         self.create_service(Trigger, '~/reset', self.on_reset)
@@ -114,7 +122,7 @@ class WrenchEstimator(ArmNode):
             self.observer.max_dt = self.max_gap(config)
         self.config = config
         self.collision.configure(config.detection, self.arm.model)
-        self.reader = JointStateReader(self.arm.model.joint_names)
+        self.reader = cdr.CdrJointStateReader(self.arm.model.joint_names)
         self.torques = JointState(name=list(self.arm.joints))
         self.wrench = WrenchStamped()
         self.wrench.header.frame_id = config.frame
@@ -132,17 +140,27 @@ class WrenchEstimator(ArmNode):
         observer.update(q, zero, zero, 0.0)
         observer.wrench(q, observer.update(q, zero, zero, 1e-3), m.tip, self.config.reference,
                         self.config.damping)
+        cdr.warm_up(m.joint_names)
 
     def on_joint_state(self, msg):
+        """A deserialized JointState (the plain path)."""
+        self.on_state(self.reader.read_stamped, msg)
+
+    def on_serialized_joint_state(self, data):
+        """A JointState's CDR bytes (the fast path)."""
+        self.on_state(self.reader.read_cdr, data)
+
+    def on_state(self, read, msg):
+        """One joint state, read by ``read``: observer, wrench, publication (both paths)."""
         received = time.perf_counter()
         self.diagnostics.received()
         if self.config is None:
             return
         try:
-            state = self.reader.read(msg)
+            state = read(msg)
             if state is None:
                 return
-            q, v, effort = state
+            q, v, effort, (sec, nanosec) = state
             if v is None or effort is None:
                 raise BadInput('the observer needs velocity and effort for every joint')
             effort = self.config.profile.joint_torque(q, effort)
@@ -150,7 +168,7 @@ class WrenchEstimator(ArmNode):
             self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
-        stamp = seconds(msg.header.stamp) or time.time()
+        stamp = (sec + 1e-9 * nanosec) or time.time()
         dt = 0.0 if self.last_stamp is None else stamp - self.last_stamp
         if self.last_stamp is not None and not 0.0 < dt <= self.values['state_timeout']:
             self.diagnostics.count('observer_restarts')
@@ -171,7 +189,7 @@ class WrenchEstimator(ArmNode):
             self.warn(f'joint_states overflowed the observer ({error}): restarted, not published')
             return
         self.check_singularity(q, v, effort)
-        self.publish(msg.header.stamp, tau_ext, wrench)
+        self.publish(sec, nanosec, tau_ext, wrench)
         if self.collision.update(stamp, tau_ext, q) is not None:
             self.diagnostics.count('collisions')
             self.get_logger().error(f'{self.collision.event} (reported; ~/reset to re-arm)')
@@ -194,8 +212,9 @@ class WrenchEstimator(ArmNode):
                       ' wrench components along the singular directions are damped toward 0')
         self.residual.update(v, effort, rd.gravity(m, q))
 
-    def publish(self, stamp, tau_ext, wrench):
-        self.torques.header.stamp = self.wrench.header.stamp = stamp
+    def publish(self, sec, nanosec, tau_ext, wrench):
+        for header in (self.torques.header, self.wrench.header):
+            header.stamp.sec, header.stamp.nanosec = sec, nanosec
         self.torques.effort = to_array(self.arm.to_joints(tau_ext))
         self.torque_publisher.publish(self.torques)
         w = self.wrench.wrench
