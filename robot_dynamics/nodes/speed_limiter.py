@@ -17,8 +17,9 @@ velocity of least kinetic energy, what the task-space law asks for). Not scaled:
 spring's pull, bounded by ``cartesian.max_error`` and ``cartesian.max_velocity``: not a planned
 motion) and gravity compensation (nothing is commanded to move).
 
-Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1], 100 Hz;
-1 while nothing is scaled), the type and range UR's speed_scaling_state_broadcaster
+Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1]; 100 Hz
+while a motion is on the scaled clock, else 1 at 1 Hz: an idle 100 Hz timer cost the controller
+~10 µs per 1 kHz cycle), the type and range UR's speed_scaling_state_broadcaster
 publishes; per contact point, at the *measured* state, the speed, reflected mass m_R, v_max and
 region on /diagnostics (1 Hz) and, on ``~/pfl_markers`` (visualization_msgs/MarkerArray,
 ``pfl.marker_rate``), the reflected-mass ellipsoid {x: xᵀ J_v M⁻¹ J_vᵀ x ≤ 1} (radius √m_R(u)
@@ -43,7 +44,8 @@ from robot_dynamics.core import power_force_limiting as pfl
 
 from .parameters import ConfigError, Param
 
-PUBLISH_PERIOD = 0.01   # s: ~/speed_scaling at 100 Hz
+PUBLISH_PERIOD = 0.01   # s: ~/speed_scaling at 100 Hz while scaling
+IDLE_PERIOD = 1.0       # s: and at 1 Hz while nothing is on the scaled clock
 DIAGNOSTICS_PERIOD = 1.0
 MAX_AXIS = 1.0          # m: longest drawn ellipsoid semi-axis (m_R -> inf where J_v loses rank)
 WARN_RATIO = 0.8        # arrow colour: green below 0.8 v_max, orange up to v_max, red above
@@ -156,7 +158,7 @@ class SpeedLimiter:
         self.scale = node.create_publisher(Float64, '~/speed_scaling', 10)
         self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1)
         self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        node.create_timer(PUBLISH_PERIOD, self.publish_scale)
+        self.scale_timer = node.create_timer(IDLE_PERIOD, self.publish_scale)
         node.create_timer(DIAGNOSTICS_PERIOD, self.publish_diagnostics)
         self.marker_timer = None
 
@@ -193,6 +195,7 @@ class SpeedLimiter:
             self.reference, self.t_clock = reference, t
             self.config.scaling.s = 1.0
             self.clock = pfl.ScaledClock(t - reference.start)
+            self.pace_publishing()
         elif t > self.t_clock:
             dt, self.t_clock = t - self.t_clock, t
             self.clock.advance(self.next_scale(trajectory, dt), dt)
@@ -210,6 +213,7 @@ class SpeedLimiter:
         scaling = self.config.scaling
         if not self.task_scaled:
             scaling.s, self.task_scaled = 1.0, True
+            self.pace_publishing()
         if not self.config.enabled:
             scaling.s = min(1.0, scaling.s + scaling.rise_rate * dt)
         elif dt > 0.0:
@@ -248,8 +252,17 @@ class SpeedLimiter:
 
     # -- outputs -------------------------------------------------------------------------------
     def publish_scale(self):
+        """s, every PUBLISH_PERIOD while a motion is on the scaled clock, else IDLE_PERIOD."""
         if self.config is not None:
             self.scale.publish(Float64(data=float(self.s)))
+        self.pace_publishing()
+
+    def pace_publishing(self):
+        """The ~/speed_scaling timer's period: fast while scaling, else idle."""
+        period = PUBLISH_PERIOD if self.clock is not None or self.task_scaled else IDLE_PERIOD
+        if self.scale_timer.timer_period_ns != int(period * 1e9):
+            self.scale_timer.timer_period_ns = int(period * 1e9)
+            self.scale_timer.reset()
 
     def measured(self):
         """PointStatus per contact point at the last measured state; None before a state."""
