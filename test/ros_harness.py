@@ -227,10 +227,13 @@ class ArmView:
     def logs(self):
         return self.launch.logs() if self.launch is not None else ''
 
-    def joint_arrays(self, joints, since, until=float('inf'), fields=('position',)):
-        """States stamped in [since, until]: (stamps, one (k, len(joints)) array per field)."""
+    def joint_arrays(self, joints, since, until=float('inf'), fields=('position',), least=1):
+        """States stamped in [since, until]: (stamps, one (k, len(joints)) array per field).
+
+        The probe may miss states on a loaded machine: at least ``least`` of them.
+        """
         picked = window(self.states, since, until)
-        assert picked, f'no joint states in [{since}, {until}]'
+        assert len(picked) >= least, f'{len(picked)} joint states in [{since}, {until}]'
         index = [list(picked[0].name).index(j) for j in joints]
         return (np.array([stamp_of(m) for m in picked]),
                 *(np.array([np.asarray(getattr(m, f))[index] for m in picked]) for f in fields))

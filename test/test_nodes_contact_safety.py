@@ -38,7 +38,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.contact_safety import EVENT_QOS
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time, window
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time, window
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
@@ -57,7 +57,7 @@ DETECTION = {'collision.enable': True}
 OBSERVER_GAIN = CONFIG['wrench_estimator']['ros__parameters']['observer_gain'][0]   # 1/s
 
 
-class Arm:
+class Arm(ArmView):
     """One engine's bring-up and what the probe records of it."""
 
     def __init__(self, ros, engine):
@@ -86,26 +86,12 @@ class Arm:
         self.probe.remove_publishers(self.trajectory, self.reference, self.wrench)
         return codes
 
-    def now(self):
-        return stamp_of(self.states.last())
-
-    def wait_until(self, t, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while self.now() < t:
-            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.launch.logs()}'
-            time.sleep(0.01)
-
     def states_in(self, since, until=np.inf, least=10):
         """(stamps, q, q̇) in JOINTS order of the recorded states in [since, until].
 
         The probe may miss states on a loaded machine: at least ``least`` of them.
         """
-        picked = window(self.states, since, until)
-        assert len(picked) >= least, f'{len(picked)} joint states in [{since}, {until}]'
-        index = [list(picked[0].name).index(j) for j in JOINTS]
-        return (np.array([stamp_of(m) for m in picked]),
-                np.array([np.asarray(m.position)[index] for m in picked]),
-                np.array([np.asarray(m.velocity)[index] for m in picked]))
+        return self.joint_arrays(JOINTS, since, until, ('position', 'velocity'), least)
 
     def send(self, waypoints, times, delay=0.3):
         """A trajectory through waypoints starting ``delay`` s from now; returns its start."""

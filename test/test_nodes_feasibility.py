@@ -31,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time, window
+from ros_harness import BEST_EFFORT, ArmView, session, to_duration, to_time
 from test_feasibility import reference_path
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
@@ -116,7 +116,7 @@ def waypoint_sets(engine):
     return sets
 
 
-class Arm:
+class Arm(ArmView):
     """One engine's bring-up; the probe records the simulator's joint states."""
 
     def __init__(self, ros, engine):
@@ -135,23 +135,9 @@ class Arm:
         self.probe.remove_publishers(self.trajectory)
         return codes
 
-    def now(self):
-        return stamp_of(self.states.last())
-
-    def wait_until(self, t, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while self.now() < t:
-            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.launch.logs()}'
-            time.sleep(0.01)
-
     def states_in(self, since, until=np.inf, least=10):
         """(stamps, q, q̇) in JOINTS order of the recorded states in [since, until]."""
-        picked = window(self.states, since, until)
-        assert len(picked) >= least, f'{len(picked)} joint states in [{since}, {until}]'
-        index = [list(picked[0].name).index(j) for j in JOINTS]
-        return (np.array([stamp_of(m) for m in picked]),
-                np.array([np.asarray(m.position)[index] for m in picked]),
-                np.array([np.asarray(m.velocity)[index] for m in picked]))
+        return self.joint_arrays(JOINTS, since, until, ('position', 'velocity'), least)
 
     def send(self, times, positions, at_rest, delay=0.3, timeout=10.0):
         """The set as a trajectory starting ``delay`` s from now; (start, the controller's answer).

@@ -39,7 +39,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.nodes import speed_limiter
-from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time
 
 PAYLOAD = {'payload.mass': 2.0, 'payload.com': [0.0, 0.0, 0.05]}
 Q0 = np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])   # config/ur5e.yaml's initial position
@@ -54,7 +54,7 @@ JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_j
 CONTROLLER = {**PAYLOAD, 'pfl.enable': True, 'pfl.body_regions': ['chest'], 'state_timeout': 3.0}
 
 
-class Arm:
+class Arm(ArmView):
     """The UR5e bring-up without the estimator on one engine, and the probe's view of it."""
 
     def __init__(self, ros, engine):
@@ -78,15 +78,6 @@ class Arm:
         self.probe.stop_recording(self.states, self.scales, self.diagnostics, self.markers)
         self.probe.remove_publishers(self.trajectory)
         return codes
-
-    def now(self):
-        return stamp_of(self.states.last())
-
-    def wait_until(self, t, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while self.now() < t:
-            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.launch.logs()}'
-            time.sleep(0.01)
 
     def swing(self, waypoints, times):
         """Send the swing; returns (t, q, v) of the states from its start until at rest at the end.

@@ -29,7 +29,7 @@ from sensor_msgs.msg import JointState
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.core.algorithms.operational_space import pose_error
-from ros_harness import BEST_EFFORT, session, stamp_of, window
+from ros_harness import BEST_EFFORT, ArmView, session
 
 # N/m, N m/rad. The UR5e's wrist_3 (3e-4 kg m², no armature in the URDF) under 50 N m/rad would
 # ring at sqrt(k / Λ) = 441 rad/s, unstable at 1 kHz once the loop lags two steps (README)
@@ -40,7 +40,7 @@ ELBOW = {'panda': 'panda_link4', 'ur5e': 'forearm_link'}
 CASES = [('panda', 'mujoco'), ('ur5e', 'internal')]
 
 
-class Arm:
+class Arm(ArmView):
     """One bring-up in cartesian_impedance and the probe's view of it."""
 
     def __init__(self, ros, robot, engine):
@@ -63,20 +63,6 @@ class Arm:
             'arm_simulator': {'engine': engine, 'command_wait': 0.5},
             'dynamics_controller': controller}))
 
-    def now(self):
-        return stamp_of(self.states.last())
-
-    def wait(self, seconds, timeout=30.0):
-        """Until the arm's clock has advanced by ``seconds``."""
-        self.wait_until(self.now() + seconds, timeout)
-
-    def wait_until(self, end, timeout=30.0):
-        """Until a state stamped ``end`` or later has been recorded."""
-        deadline = time.monotonic() + timeout
-        while self.now() < end:
-            assert time.monotonic() < deadline, f'the simulated arm is stuck\n{self.launch.logs()}'
-            time.sleep(0.01)
-
     def onset(self, since, distance, rest, timeout=10.0):
         """Stamp of the first state after ``since`` whose tip is ``distance`` from ``rest``."""
         deadline = time.monotonic() + timeout
@@ -91,11 +77,7 @@ class Arm:
 
     def q(self, since, until=np.inf):
         """The states stamped in [since, until]: (stamps, positions (k, nv) in model order)."""
-        picked = window(self.states, since, until)
-        assert picked, 'no joint states in the window'
-        index = [list(picked[0].name).index(j) for j in self.model.joint_names]
-        return (np.array([stamp_of(m) for m in picked]),
-                np.array([np.asarray(m.position)[index] for m in picked]))
+        return self.joint_arrays(self.model.joint_names, since, until)
 
     def poses(self, frame, since, until=np.inf):
         """(stamps, 4x4 poses of a frame) in [since, until]."""
