@@ -4,9 +4,10 @@ Conventions (every function, node and message follows them):
 
 - Equation of motion ``M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f(q̇) = τ + J^T F_ext``, with the joints'
   armature I_a (reflected rotor inertia) on M's diagonal and their friction
-  ``τ_f(q̇) = f_v q̇ + f_c tanh(q̇ / ε)`` (``joint_friction``; the Model's ``armature``,
-  ``viscous``, ``coulomb`` and ``coulomb_velocity`` ε, zero by default, never read from the
-  URDF). Gravity compensation is τ = g(q) = rnea(q, 0, 0).
+  ``τ_f(q̇) = f_v q̇ + [f_c + f_s exp(−(q̇ / v_s)²)] tanh(q̇ / ε)`` (``joint_friction``; the
+  Model's ``armature``, ``viscous``, ``coulomb``, ``stiction``, zero by default, and velocity
+  scales ``coulomb_velocity`` ε and ``stribeck_velocity`` v_s; never read from the URDF).
+  Gravity compensation is τ = g(q) = rnea(q, 0, 0).
 - Spatial vectors are angular first: twists (ω, v), wrenches (moment, force), as in Lynch & Park.
 - ``model.gravity`` is the physical acceleration of gravity in the base frame,
   default (0, 0, -9.81).

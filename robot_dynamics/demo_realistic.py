@@ -2,8 +2,8 @@
 
     python -m robot_dynamics.demo --scene realistic [--robot panda] [--engine internal|mujoco]
         [--exact-links]
-    python -m robot_dynamics.demo_realistic [--exact-links] [--fitted | --true-terms] [--ki 1000]
-        [--deadband 0.01] [--cutoff 50] [--friction-compensation]   # one configuration's figures
+    python -m robot_dynamics.demo_realistic [--exact-links] [--fitted [--stiction] | --true-terms]
+        [--ki 1000] [--deadband 0.01] [--cutoff 50] [--friction-compensation]   # one run's figures
 
 The arm is ``plant.profile: realistic`` (robot_dynamics.simulation.plant.REALISTIC: links ±10 %)
 closed with the control laws of robot_dynamics.core.control in one process
@@ -16,6 +16,8 @@ DDS). The scene measures:
   excitation tracked by computed torque on the nominal model; with ``--exact-links``
   (``plant.mass_error`` and ``com_error`` 0) the joint terms alone (fitting.fit_residual, as
   ``--friction --armature``);
+- **after, stiction fitted**: the same fit with the Stribeck term's stiction (``--stiction``,
+  v_s the plant's);
 - **+ integral**, **+ friction**: with the controller options of issue 17, the integral term
   ``ki`` and friction compensation with its ``friction_deadband`` (``velocity_filter_cutoff``
   is left out: on this plant it costs tracking more than it saves; README).
@@ -47,7 +49,8 @@ INTEGRAL = dict(ki=500.0)
 FRICTION = dict(friction_compensation=True, friction_deadband=0.01)
 #: (name, model, controller options) of the scene's runs
 SCENE = (('before', 'nominal', {}), ('before + integral', 'nominal', INTEGRAL),
-         ('after', 'fitted', {}), ('after + friction compensation', 'fitted', FRICTION))
+         ('after', 'fitted', {}), ('after + friction compensation', 'fitted', FRICTION),
+         ('after, stiction fitted', 'fitted with stiction', {}))
 
 
 @dataclasses.dataclass
@@ -182,41 +185,47 @@ def true_terms(model, profile):
         ('coulomb', 'friction.coulomb'))})
 
 
-def fitted_model(arm, profile, engine, period=8.0, links=True):
+def fitted_model(arm, profile, engine, period=8.0, links=True, stiction=False):
     """The nominal model fitted from ``period`` s of excitation tracked by computed torque.
 
     ``links``: the links, armature and friction (``fit_dynamics --links --friction
     --armature``: fitting.fit_links); else armature and friction alone on the URDF's links
-    (``--friction --armature``: fitting.fit_residual).
+    (``--friction --armature``: fitting.fit_residual). ``stiction``: the Stribeck term's f_s
+    too (``--stiction``), v_s the plant's ``plant.stribeck_velocity``.
     """
     from robot_dynamics.tools import fitting
     from robot_dynamics.tools.recording import Recording
     nominal = arm.model()
+    if stiction:
+        nominal = nominal.replace(stribeck_velocity=profile.get('plant.stribeck_velocity', 0.05))
     excitation = rd.excitation_trajectory(nominal, period=period, harmonics=4, q0=arm.q0,
                                           evaluations=0, seed=0, margin=0.8)
     t, q, v, effort, _ = track(arm, nominal, profile, engine, {}, excitation)   # the same arm
     recording = Recording(t, q, v, effort, nominal.joint_names)
     samples = fitting.prepare(recording, nominal, cutoff=10.0)
     fit = (fitting.fit_links if links else fitting.fit_residual)(
-        nominal, samples, friction=True, armature=True)
+        nominal, samples, friction=True, armature=True, stiction=stiction)
     if fit.problems:
         raise RuntimeError(f'the fit is not physical: {fit.problems}')
-    terms = dict(armature=fit.armature, viscous=fit.viscous, coulomb=fit.coulomb)
+    terms = dict(armature=fit.armature, viscous=fit.viscous, coulomb=fit.coulomb,
+                 stiction=fit.stiction)
     return nominal.replace(**terms, **({} if fit.inertia is None else dict(inertia=fit.inertia)))
 
 
 def run_scene(arm, engine, links=True):
-    """{run name: (figures, tracking error)} for SCENE's runs, and the fitted model.
+    """{run name: (figures, tracking error)} for SCENE's runs, and the fitted model (stiction's).
 
     ``links``: the full profile, links fitted; else the links exact, joint terms fitted alone.
     """
     profile = plant.REALISTIC if links else EXACT_LINKS
-    models = {'nominal': arm.model(), 'fitted': fitted_model(arm, profile, engine, links=links)}
+    models = {'nominal': arm.model(), 'fitted': fitted_model(arm, profile, engine, links=links),
+              'fitted with stiction': fitted_model(arm, profile, engine, links=links,
+                                                   stiction=True)}
     runs = {}
     for name, model, options in SCENE:
         print(f'   {name}: gravity compensation 5 s, a step, a test excitation ...', flush=True)
         runs[name] = figures(arm, models[model], profile, engine, options)
-    return runs, models['fitted']
+    return runs, models['fitted with stiction']
 
 
 def plot(axes, runs, title):
@@ -271,7 +280,8 @@ def main(args, name):
                     fitted=dict(link_masses=fitted.inertia[:, 0].tolist(),
                                 armature=fitted.armature.tolist(),
                                 viscous=fitted.viscous.tolist(),
-                                coulomb=fitted.coulomb.tolist()),
+                                coulomb=fitted.coulomb.tolist(),
+                                stiction=fitted.stiction.tolist()),
                     **{k: v for k, (v, _) in runs.items()}, figure=str(figure.resolve()),
                     seconds=round(took, 1))
     (out / f'{name}_realistic.yaml').write_text(yaml.safe_dump(document, sort_keys=False))
@@ -289,6 +299,8 @@ def measure(argv=None):
     parser.add_argument('--fitted', action='store_true', help='the model fitted in process: '
                         'links, friction and armature (with --exact-links: friction and armature '
                         'alone; default: the nominal URDF)')
+    parser.add_argument('--stiction', action='store_true', help='with --fitted: fit the '
+                        "Stribeck term's stiction too (fit_dynamics --stiction)")
     parser.add_argument('--true-terms', action='store_true', help="the model with the plant's "
                         'own armature and friction (what a perfect fit of them gives)')
     parser.add_argument('--ki', type=float, default=0.0)
@@ -299,7 +311,8 @@ def measure(argv=None):
     arm = shipped_arm(args.robot)
     profile = EXACT_LINKS if args.exact_links else plant.REALISTIC
     if args.fitted:
-        model = fitted_model(arm, profile, args.engine, links=not args.exact_links)
+        model = fitted_model(arm, profile, args.engine, links=not args.exact_links,
+                             stiction=args.stiction)
     else:
         model = true_terms(arm.model(), profile) if args.true_terms else arm.model()
     options = dict(ki=args.ki, friction_compensation=args.friction_compensation,

@@ -366,9 +366,10 @@ def random_state(lower, upper, rng):
 
 
 def joint_terms(nv, rng):
-    """Random joint terms of nv joints: Model.replace keywords (armature, friction, ε)."""
+    """Random joint terms of nv joints: Model.replace keywords (armature, friction, ε, v_s)."""
     return dict(armature=rng.uniform(0.05, 0.5, nv), viscous=rng.uniform(0.1, 2.0, nv),
-                coulomb=rng.uniform(0.1, 1.0, nv), coulomb_velocity=rng.uniform(0.02, 0.1))
+                coulomb=rng.uniform(0.1, 1.0, nv), coulomb_velocity=rng.uniform(0.02, 0.1),
+                stiction=rng.uniform(0.05, 0.5, nv), stribeck_velocity=rng.uniform(0.1, 1.0, nv))
 
 
 # --- finite differences (4th-order central stencil, error O(h^4)) -----------------------------

@@ -1,6 +1,7 @@
-"""The joints' armature and friction: Model.armature, viscous, coulomb and coulomb_velocity.
+"""The joints' armature and friction: Model.armature, viscous, coulomb, stiction and their scales.
 
-M(q) q̈ + C q̇ + g + τ_f(q̇) = τ with diag(I_a) in M and τ_f = f_v q̇ + f_c tanh(q̇ / ε): the
+M(q) q̈ + C q̇ + g + τ_f(q̇) = τ with diag(I_a) in M and
+τ_f = f_v q̇ + [f_c + f_s exp(−(q̇ / v_s)²)] tanh(q̇ / ε): the
 closed forms of the difference they make, the identities of DESIGN.md §3 with them (batched and
 threaded too), the energy they dissipate, and the checks of bad values. Pinocchio
 (model.armature) and MuJoCo (dof_armature, dof_damping) cross-checks are in
@@ -33,8 +34,9 @@ def case(request):
 
 
 def friction(model, v):
-    """The closed form f_v q̇ + f_c tanh(q̇ / ε)."""
-    return model.viscous * v + model.coulomb * np.tanh(v / model.coulomb_velocity)
+    """The closed form f_v q̇ + [f_c + f_s exp(−(q̇ / v_s)²)] tanh(q̇ / ε)."""
+    breakaway = model.coulomb + model.stiction * np.exp(-(v / model.stribeck_velocity) ** 2)
+    return model.viscous * v + breakaway * np.tanh(v / model.coulomb_velocity)
 
 
 # ---- the fields ----
@@ -44,10 +46,11 @@ def test_defaults_are_zero_and_the_urdf_dynamics_element_is_not_read():
     xml = random_urdf(3, 6)
     assert '<dynamics damping="0.3" friction="0.1"' in xml
     model = rd.load_urdf(xml)
-    for name in ("armature", "viscous", "coulomb"):
+    for name in ("armature", "viscous", "coulomb", "stiction"):
         assert np.array_equal(getattr(model, name), np.zeros(model.nv))
         assert not getattr(model, name).flags.writeable
     assert model.coulomb_velocity == COULOMB_VELOCITY == COULOMB_EPS == 0.01
+    assert np.array_equal(model.stribeck_velocity, np.full(model.nv, 0.05))
     q, v, a = random_state(model.lower, model.upper, np.random.default_rng(0))
     assert np.array_equal(rd.joint_friction(model, v), np.zeros(model.nv))
 
@@ -58,7 +61,8 @@ def test_replace_and_with_payload_keep_the_fields(case):
     assert np.array_equal(rigid.replace(armature=model.armature).armature, model.armature)
     if model.tip is not None:
         loaded = rd.with_payload(model, 1.5, (0.0, 0.0, 0.1))
-        for name in ("armature", "viscous", "coulomb", "coulomb_velocity"):
+        for name in ("armature", "viscous", "coulomb", "coulomb_velocity", "stiction",
+                     "stribeck_velocity"):
             assert np.array_equal(getattr(loaded, name), getattr(model, name))
 
 
@@ -75,6 +79,12 @@ BAD = [
     (dict(coulomb_velocity=-0.01), "coulomb_velocity .* must be a finite number > 0"),
     (dict(coulomb_velocity=np.inf), "coulomb_velocity .* must be a finite number > 0"),
     (dict(coulomb_velocity="fast"), "coulomb_velocity .* must be a finite number > 0"),
+    (dict(stiction=[0.1, -0.1, 0.0]), "stiction must be 3 finite numbers >= 0"),
+    (dict(stribeck_velocity=0.0), r"stribeck_velocity \(v_s of the Stribeck term .*\) must be "
+                                  "one or 3 finite numbers > 0"),
+    (dict(stribeck_velocity=[0.1, 0.2]), "stribeck_velocity .* must be one or 3 finite numbers"),
+    (dict(stribeck_velocity=[0.1, np.inf, 0.1]), "stribeck_velocity .* finite numbers > 0"),
+    (dict(stribeck_velocity="slow"), "stribeck_velocity .* finite numbers > 0"),
 ]
 
 
@@ -101,6 +111,27 @@ def test_joint_friction_shapes_and_errors():
         rd.joint_friction(model, np.zeros(2))
     with pytest.raises(ValueError, match=r"v must .*shape \(3,\)"):
         rd.joint_friction(model, np.zeros((2, 2, 3)))
+
+
+@pytest.mark.nojit
+def test_stribeck_term_in_closed_form():
+    """f_s exp(−(q̇ / v_s)²) tanh(q̇ / ε): breakaway f_c + f_s near rest, f_c beyond a few v_s."""
+    rigid = make_case("chain-3-7").load()
+    coulomb = rigid.replace(coulomb=[0.2, 0.0, 1.0], coulomb_velocity=0.01)
+    model = coulomb.replace(stiction=[0.1, 0.3, 0.0], stribeck_velocity=[0.05, 0.5, 0.05])
+    assert np.array_equal(model.replace(stribeck_velocity=0.05).stribeck_velocity, [0.05] * 3)
+    v = np.array([[0.0, 0.0, 0.0], [0.05, -0.5, 0.05], [0.1, 0.2, -0.3], [1.0, -5.0, 1.0]])
+    # at q̇ = v_s, e^-1 of f_s
+    expected = [[0.0, 0.0, 0.0], [(0.2 + 0.1 * np.exp(-1.0)) * np.tanh(5.0),
+                                  -0.3 * np.exp(-1.0) * np.tanh(50.0), np.tanh(5.0)],
+                [(0.2 + 0.1 * np.exp(-4.0)) * np.tanh(10.0), 0.3 * np.exp(-0.16) * np.tanh(20.0),
+                 -np.tanh(30.0)],
+                [0.2 + 0.1 * np.exp(-400.0), -0.3 * np.exp(-100.0), 1.0]]
+    assert_close(rd.joint_friction(model, v), expected, 1e-15)
+    # near rest the friction reaches the breakaway torque f_c + f_s (v_s ≫ ε)
+    assert_close(rd.joint_friction(model, [0.001, 0.05, 0.0])[:2],
+                 [(0.2 + 0.1 * np.exp(-0.0004)) * np.tanh(0.1),
+                  0.3 * np.exp(-0.01) * np.tanh(5.0)], 1e-15)
 
 
 # ---- what they change, in closed form ----

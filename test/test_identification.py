@@ -123,6 +123,27 @@ def test_identify_noiseless_data_recovers_the_base_parameters(panda):
     assert_close(rd.rnea(result.model, q, v, a), tau, 1e-9)
 
 
+def test_identify_recovers_the_stiction_of_a_stribeck_term(panda):
+    """f_s (v_s known) fitted with f_v, f_c: noiseless torques give them back to round-off."""
+    rng = np.random.default_rng(12)
+    hidden = hidden_joint_terms(panda, rng) | dict(stiction=rng.uniform(0.05, 0.3, panda.nv))
+    true = perturbed(panda, rng).replace(**hidden, stribeck_velocity=0.3)
+    prior = panda.replace(armature=hidden['armature'], stribeck_velocity=0.3)
+    states = random_states(panda, 300, rng)
+    tau = rd.rnea(true, *states)
+    flags = dict(viscous=True, coulomb=True, stiction=True)
+    result = identify(prior, *states, tau, **flags)
+    assert_close(result.theta_base, result.base(parameter_vector(true, **flags)), 1e-9)
+    for kind in ('viscous', 'coulomb', 'stiction'):
+        assert_close(getattr(result, kind), hidden[kind], 1e-8, label=kind)
+        assert_close(getattr(result.model, kind), hidden[kind], 1e-8, label=kind)
+    assert result.armature is None and result.relative_error < 1e-10 and not result.notes
+    q, v, a = random_states(panda, 20, rng)
+    assert_close(rd.rnea(result.model, q, v, a), rd.rnea(true, q, v, a), 1e-9)
+    # without the stiction columns the same data leave a residual: f_v, f_c cannot absorb it
+    assert identify(prior, *states, tau, viscous=True, coulomb=True).relative_error > 1e-4
+
+
 def test_known_joint_terms_of_the_prior_are_not_absorbed_by_the_links(panda):
     """The prior knows the armature; only friction is fitted: the armature stays out of θ_b."""
     rng = np.random.default_rng(11)

@@ -92,14 +92,14 @@ def test_friction_and_armature_columns(case):
 
 
 def test_the_models_own_joint_terms(case, monkeypatch):
-    """Y θ with parameter_vector(model, True, True, True) is rnea of the model, ε its own."""
+    """Y θ with parameter_vector(model, True, True, True, True) is rnea of the model (ε, v_s)."""
     _, rigid, states = case
     monkeypatch.setattr(regressor_module, 'CHUNK', 2)
     model = rigid.replace(**joint_terms(rigid.nv, np.random.default_rng(4)))
-    flags = dict(viscous=True, coulomb=True, armature=True)
+    flags = dict(viscous=True, coulomb=True, armature=True, stiction=True)
     theta = parameter_vector(model, **flags)
     assert_close(theta, np.concatenate([model.inertia.ravel(), model.viscous, model.coulomb,
-                                        model.armature]), 0.0)
+                                        model.armature, model.stiction]), 0.0)
     q, v, a = batch(states)
     assert_close(regressor(model, q, v, a, **flags) @ theta, rd.rnea(model, q, v, a), EXACT,
                  label='regressor with joint terms')
@@ -108,7 +108,7 @@ def test_the_models_own_joint_terms(case, monkeypatch):
     for state in states:
         assert_close(regressor(model, *state, **flags) @ theta, rd.rnea(model, *state), EXACT)
     assert np.array_equal(parameter_vector(model, False, None, False), model.inertia.ravel())
-    assert np.array_equal(parameter_vector(model, np.True_), theta[:len(theta) - 2 * model.nv])
+    assert np.array_equal(parameter_vector(model, np.True_), theta[:len(theta) - 3 * model.nv])
 
 
 def test_coulomb_is_smooth_sign():
@@ -117,6 +117,27 @@ def test_coulomb_is_smooth_sign():
     v = np.array([0.0, COULOMB_EPS, 100 * COULOMB_EPS])
     column = np.diag(regressor(model, q, v, a, coulomb=True)[:, -model.nv:])
     assert_close(column, [0.0, np.tanh(1.0), 1.0], 1e-12)
+
+
+def test_stiction_column_is_the_stribeck_term():
+    """Column f_s,i: exp(−(q̇_i / v_s,i)²) tanh(q̇_i / ε) in closed form, and ∂τ/∂f_s of rnea."""
+    rigid = make_case('chain-3-7').load()
+    model = rigid.replace(stribeck_velocity=[0.05, 0.2, 1.0], stiction=[0.3, 0.0, 0.1])
+    rng = np.random.default_rng(6)
+    q, a = rng.normal(size=(2, model.nv))
+    v = np.array([0.05, -0.1, 2.0])
+    Y = regressor(model, q, v, a, coulomb=True, stiction=True)
+    assert Y.shape == (model.nv, 10 * model.nb + 2 * model.nv)
+    assert parameter_names(model, stiction=True)[-1] == 'joint3.stiction'
+    expected = np.exp(-np.array([1.0, 0.25, 4.0])) * np.tanh(v / COULOMB_EPS)
+    assert_close(Y[:, -model.nv:], np.diag(expected), 1e-15)
+    h = 0.1   # τ is linear in f_s: the difference quotient is exact up to round-off
+    for i in range(model.nv):
+        stiction = model.stiction + h * np.eye(model.nv)[i]
+        column = (rd.rnea(model.replace(stiction=stiction), q, v, a) - rd.rnea(model, q, v, a)) / h
+        assert_close(Y[:, 10 * model.nb + model.nv + i], column, 1e-12)
+    assert_close(regressor(model, q, v, a, stiction=True, stribeck=[1.0, 2.0, 3.0])[:, -3:],
+                 np.diag([1.0, 2.0, 3.0]), 0.0)   # given (filtered) column values
 
 
 def test_regressor_rejects_bad_shapes():

@@ -75,19 +75,21 @@ def test_engines_agree_on_a_driven_trajectory(arm):
 
 @pytest.mark.parametrize('arm', ARMS)
 def test_engines_agree_with_armature_and_friction(arm):
-    """The arm's own armature and friction, beside D: as above, and q̈ = rd.forward_dynamics.
+    """The arm's own armature and friction (stiction too), beside D; q̈ = rd.forward_dynamics.
 
     The joint terms are given in joint_names order (the reverse of the model's).
     """
     n = len(ARMS[arm][2])
     joint_dynamics = dict(armature=np.linspace(0.3, 0.1, n), viscous=np.linspace(0.5, 0.1, n),
-                          coulomb=np.linspace(0.3, 1.0, n), coulomb_velocity=0.02)
+                          coulomb=np.linspace(0.3, 1.0, n), coulomb_velocity=0.02,
+                          stiction=np.linspace(0.5, 0.2, n), stribeck_velocity=0.3)
     damping = np.linspace(0.2, 1.0, n)
     sims = [arm_engine(arm, engine, damping=damping, joint_dynamics=joint_dynamics)[0]
             for engine in ENGINES]
     model = sims[0].model
-    for name in ('armature', 'viscous', 'coulomb'):   # the engines' joints are reversed
+    for name in ('armature', 'viscous', 'coulomb', 'stiction'):   # the engines' joints reversed
         np.testing.assert_array_equal(getattr(model, name), joint_dynamics[name][::-1])
+    np.testing.assert_array_equal(model.stribeck_velocity, np.full(n, 0.3))
     assert model.coulomb_velocity == 0.02 and sims[1].joint_dynamics == joint_dynamics
     wrench = np.array([0.3, -0.2, 0.1, 4.0, -3.0, 5.0])
     for k in range(500):

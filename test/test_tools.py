@@ -15,11 +15,12 @@ import pytest
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.arm import ArmBuilder
-from robot_dynamics.nodes.parameters import MODEL_PARAMS
+from robot_dynamics.nodes.parameters import MODEL_PARAMS, ConfigError
 from robot_dynamics.tools import fit, recording
 
 BASE, TIP = 'panda_link0', 'panda_hand_tcp'
 SHUFFLE = [3, 0, 1, 2, 6, 5, 4]   # recording column i is model joint SHUFFLE[i]
+SHUFFLE_NAMES = [f'panda_joint{i + 1}' for i in SHUFFLE]
 PAYLOAD = dict(mass=1.5, com=np.array([0.03, -0.02, 0.08]),
                inertia=np.array([[0.004, 0.0005, 0.0], [0.0005, 0.006, 0.0], [0.0, 0.0, 0.003]]))
 FIGURES = {}
@@ -161,6 +162,43 @@ def test_fit_recovers_payload_friction_and_armature(tmp_path, capsys, panda, mot
     assert abs(arm.model.inertia[-1, 0] - true.inertia[-1, 0]) < 0.02 * PAYLOAD['mass']
 
 
+def test_fit_recovers_stiction_with_friction(tmp_path, capsys, panda, motion, hidden):
+    """--friction --stiction: f_v, f_c and the Stribeck term's f_s (v_s given) of the arm."""
+    stiction = np.random.default_rng(8).uniform(0.1, 0.4, 7)
+    true = panda.replace(**hidden, stiction=stiction, stribeck_velocity=0.1)
+    status, document = run_fit(tmp_path, record(true.replace(armature=None), motion), '--robot',
+                               'panda', '--friction', '--stiction', '--stribeck-velocity', '0.1')
+    assert status == 0, capsys.readouterr().err
+    p = node_parameters(document, 'dynamics_controller')
+    assert p['friction.stribeck_velocity'] == [0.1] * 7
+    errors = {kind: np.abs(np.array(p[f'friction.{kind}']) / x[SHUFFLE] - 1).max() for kind, x in
+              (('viscous', hidden['viscous']), ('coulomb', hidden['coulomb']),
+               ('stiction', stiction))}
+    FIGURES['friction with stiction'] = errors
+    print(errors)
+    assert max(errors.values()) < 0.05
+    arm = accepted_by_the_nodes(document, rd.robot_urdf('panda'))
+    assert np.allclose(arm.model.stiction, true.stiction, rtol=0.05)
+    assert np.array_equal(arm.model.stribeck_velocity, [0.1] * 7)
+
+
+def test_the_nodes_stribeck_parameters():
+    """friction.stribeck_velocity: one value or one per joint (joints order), each > 0."""
+    values = {p.name: p.default for p in MODEL_PARAMS} | dict(
+        base=BASE, tip=TIP, joints=list(SHUFFLE_NAMES), **{'friction.stiction': [0.1] * 7})
+    arm = ArmBuilder()(values, rd.robot_urdf('panda'))
+    assert np.array_equal(arm.model.stribeck_velocity, [0.05] * 7)   # the default
+    per_joint = [0.01 * (k + 1) for k in range(7)]
+    arm = ArmBuilder()(values | {'friction.stribeck_velocity': per_joint}, rd.robot_urdf('panda'))
+    assert np.array_equal(arm.to_joints(arm.model.stribeck_velocity), per_joint)
+    for bad, message in (([0.0], 'must be > 0'), ([0.1, 0.2], 'needs 7 values'),
+                         ([float('nan')], 'must be'), ([], 'needs 7 values')):
+        with pytest.raises(ConfigError, match=message):
+            ArmBuilder()(values | {'friction.stribeck_velocity': bad}, rd.robot_urdf('panda'))
+    with pytest.raises(ConfigError, match='friction.stiction must be >= 0'):
+        ArmBuilder()(values | {'friction.stiction': [-0.1] * 7}, rd.robot_urdf('panda'))
+
+
 def test_fit_links_from_the_recorded_description(tmp_path, capsys, panda, motion, hidden):
     """URDF masses off by ±20 %: --links finds inertias that predict the torques of the arm.
 
@@ -263,6 +301,9 @@ def test_refuses_to_write_non_physical_values_unless_forced(tmp_path, capsys, pa
 def test_usage_errors_and_the_module_entry_point(tmp_path):
     with pytest.raises(SystemExit) as exit:
         fit.main(['x.npz', '--robot', 'panda', '--payload', '--links'])
+    assert exit.value.code == 2
+    with pytest.raises(SystemExit) as exit:
+        fit.main(['x.npz', '--robot', 'panda', '--payload', '--stiction'])
     assert exit.value.code == 2
     done = subprocess.run([sys.executable, '-m', 'robot_dynamics.tools.fit', 'missing.npz',
                            '--robot', 'panda', '--friction'], capture_output=True, text=True,

@@ -6,7 +6,7 @@ armature and τ_f their friction (model.py).
 import numpy as np
 
 from .algorithms.crba import mass_matrix
-from .algorithms.friction import joint_friction, smooth_sign
+from .algorithms.friction import joint_friction, sign_friction
 from .algorithms.rnea import gravity, rnea
 from .arguments import joint_vector
 from .model import Data
@@ -71,10 +71,11 @@ class GravityCompensation:
     friction is cancelled too, so that a hand guiding the arm feels its rigid-body inertia only
     (light, but then nothing damps the arm: it coasts). Off by default.
 
-    ``friction_deadband`` v_d (rad/s, m/s; 0: none): the Coulomb part is compensated with the
-    weight w(q̇) of ``deadband_weight``, τ = g(q) + f_v q̇ + w(q̇) f_c tanh(q̇ / ε): at rest,
-    where a measured q̇ is mostly noise, the smooth sign would turn that noise into torque
-    chatter of up to ±f_c; the viscous part, small at noise level, stays.
+    ``friction_deadband`` v_d (rad/s, m/s; 0: none): the part following the sign (Coulomb and
+    stiction) is compensated with the weight w(q̇) of ``deadband_weight``, τ = g(q) + f_v q̇ +
+    w(q̇) [f_c + f_s e^{−(q̇/v_s)²}] tanh(q̇ / ε): at rest, where a measured q̇ is mostly noise,
+    the smooth sign would turn that noise into torque chatter of up to ±(f_c + f_s); the viscous
+    part, small at noise level, stays.
     """
 
     def __init__(self, model, friction_compensation=False, friction_deadband=0.0):
@@ -98,9 +99,8 @@ class GravityCompensation:
         if self.friction_compensation and v is not None:
             m, v = self._model, finite_joint_vector(self._model, v, "v")
             tau += joint_friction(m, v)
-            if self.friction_deadband > 0.0:   # take back the Coulomb part inside the deadband
-                tau -= ((1.0 - deadband_weight(v, self.friction_deadband)) * m.coulomb *
-                        smooth_sign(v, m.coulomb_velocity))
+            if self.friction_deadband > 0.0:   # take back the sign part inside the deadband
+                tau -= (1.0 - deadband_weight(v, self.friction_deadband)) * sign_friction(m, v)
         return tau
 
 

@@ -273,12 +273,12 @@ class Identification:
     (``nearest_parameters``); ``model`` the prior with θ's inertias and fitted joint terms, its
     other joint terms the prior's, so that ``rd.rnea(model, q, v, a)`` is the identified inverse
     dynamics (a negative fitted joint term is 0 there, noted); ``viscous``/``coulomb``/
-    ``armature`` (nv,) the fitted joint terms as fitted, or None; ``residual_rms`` (nv,) of
-    τ - Y_b P θ, the model's residual, ``relative_error`` its norm over |τ|,
-    ``condition_number`` of the weighted Y_b; ``consistency`` one ``physical_consistency`` dict
-    per body, with ``determined`` True where the data fix all ten parameters of that body (else
-    the prior chose among the combinations); ``notes`` what the summary should say; ``prior``
-    the given model.
+    ``armature``/``stiction`` (nv,) the fitted joint terms as fitted, or None;
+    ``residual_rms`` (nv,) of τ - Y_b P θ, the model's residual, ``relative_error`` its norm over
+    |τ|, ``condition_number`` of the weighted Y_b; ``consistency`` one ``physical_consistency``
+    dict per body, with ``determined`` True where the data fix all ten parameters of that body
+    (else the prior chose among the combinations); ``notes`` what the summary should say;
+    ``prior`` the given model.
     """
 
     base: object
@@ -290,6 +290,7 @@ class Identification:
     viscous: np.ndarray
     coulomb: np.ndarray
     armature: np.ndarray
+    stiction: np.ndarray
     residual_rms: np.ndarray
     relative_error: float
     condition_number: float
@@ -320,8 +321,8 @@ class Identification:
                           *self.notes])
 
 
-def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, noise_std=None,
-             base=None, Y=None, physical=True, prior_std=PRIOR_STD):
+def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, stiction=False,
+             noise_std=None, base=None, Y=None, physical=True, prior_std=PRIOR_STD):
     """Least-squares θ_b from logged states q, q̇, q̈ and torques τ, all (N, nv); the full model.
 
     ``model`` is the prior: kinematics, inertias, and joint terms. Its joint terms that are not
@@ -329,16 +330,16 @@ def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, 
     ``noise_std``: None (ordinary least squares), per-joint σ (nv,) (rows of joint i weighted by
     1 / σ_i) or 'estimate' (Gautier's two steps: σ_i from the unweighted residuals, then
     weighted). ``base``: a ``BaseParameters`` to reuse (default:
-    ``base_parameters(model, viscous, coulomb, armature)``). ``Y``: the full regressor at the
-    states, (N, nv, 10 nb + joint columns) as ``regressor(model, q, v, a, viscous, coulomb,
-    armature)`` lays it out, if computed already (e.g. with filtered Coulomb columns: parallel
-    filtering). ``physical``: the full θ from ``consistent_parameters`` (physical bodies, joint
-    terms >= 0; the data weighted by the least-squares residual variance, the prior's
+    ``base_parameters(model, viscous, coulomb, armature, stiction)``). ``Y``: the full regressor
+    at the states, (N, nv, 10 nb + joint columns) as ``regressor(model, q, v, a, viscous,
+    coulomb, armature, stiction)`` lays it out, if computed already (e.g. with filtered Coulomb
+    columns: parallel filtering). ``physical``: the full θ from ``consistent_parameters`` (physical
+    bodies, joint terms >= 0; the data weighted by the least-squares residual variance, the prior's
     standard deviation ``prior_std`` in ``parameter_scales``), else ``nearest_parameters``;
     θ_b is the least-squares one either way. Memory grows as N nv r: decimate long logs after
     filtering (10^4 states are plenty).
     """
-    flags = dict(viscous=viscous, coulomb=coulomb, armature=armature)
+    flags = dict(viscous=viscous, coulomb=coulomb, armature=armature, stiction=stiction)
     base = base or base_parameters(model, **flags)
     if base.flags != flags:
         raise ValueError(f'base was made for {base.flags}, not {flags}')

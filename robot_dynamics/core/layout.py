@@ -16,9 +16,10 @@ BODY_INERTIA = 14              # standard parameters (spatial.py) about the orig
 BODY_GRAVITY = 24              # model.gravity, the same on every row
 BODY_AXES = 27                 # R_a: the kernel frame's axes in the model's body frame
 BODY_ARMATURE = 36             # the body's joint: armature I_a (rotor inertia), added to M_ii
-BODY_VISCOUS, BODY_COULOMB = 37, 38   # its friction τ_f = f_v q̇ + f_c tanh(q̇ / ε)
+BODY_VISCOUS, BODY_COULOMB = 37, 38   # its friction f_v q̇ + [f_c + f_s e^{-(q̇/v_s)²}] sgn_ε q̇
 BODY_COULOMB_VELOCITY = 39     # ε of that smooth sign, model.coulomb_velocity on every row
-BODY_WIDTH = 40
+BODY_STICTION, BODY_STRIBECK_VELOCITY = 40, 41   # f_s and v_s of the Stribeck term
+BODY_WIDTH = 42
 # Columns of the frame table (Model.frames), one row per named frame.
 FRAME_BODY, FRAME_ROT, FRAME_POS, FRAME_WIDTH = 0, 1, 10, 13  # placement in the kernel body frame
 

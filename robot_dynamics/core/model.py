@@ -13,16 +13,19 @@ order, default 0), so that every algorithm solves
 - ``armature`` I_a: the rotor inertia reflected through the gear (n² I_rotor), kg m² or kg;
   it adds I_a q̈ to τ and I_a to M's diagonal (as Pinocchio's ``model.armature`` and MuJoCo's
   ``dof_armature``). Being constant, it leaves C (and Ṁ = C + Cᵀ) unchanged.
-- ``viscous`` f_v and ``coulomb`` f_c: the joint friction
-  ``τ_f(q̇) = f_v q̇ + f_c tanh(q̇ / ε)`` (``joint_friction``), with ε = ``coulomb_velocity``
-  (default COULOMB_VELOCITY = 0.01 rad/s or m/s: 76 % of f_c at q̇ = ε, 99.5 % at 3 ε). The
-  smooth sign is exactly 0 at q̇ = 0, so g(q) = rnea(q, 0, 0) still holds; it makes τ_f
-  differentiable and the regressor linear in f_c.
+- ``viscous`` f_v, ``coulomb`` f_c and ``stiction`` f_s: the joint friction
+  ``τ_f(q̇) = f_v q̇ + [f_c + f_s exp(−(q̇ / v_s)²)] tanh(q̇ / ε)`` (``joint_friction``), with
+  ε = ``coulomb_velocity`` (default COULOMB_VELOCITY = 0.01 rad/s or m/s: 76 % of f_c at
+  q̇ = ε, 99.5 % at 3 ε) and the Stribeck velocity v_s = ``stribeck_velocity`` (one number or
+  one per joint, default STRIBECK_VELOCITY = 0.05 rad/s or m/s): f_s is the stiction excess of
+  the breakaway torque over f_c. The smooth sign is exactly 0 at q̇ = 0, so
+  g(q) = rnea(q, 0, 0) still holds; it makes τ_f differentiable and the regressor linear in
+  f_c and f_s.
 
 These come from configuration or identification (``identify``), not from the URDF: its
 ``<dynamics damping friction>`` are simulator tuning values in most files and ``load_urdf`` does
 not read them (Pinocchio too keeps them out of its dynamics). Set them with
-``model.replace(armature=..., viscous=..., coulomb=...)``; the Model checks them.
+``model.replace(armature=..., viscous=..., coulomb=..., stiction=...)``; the Model checks them.
 """
 import collections
 import dataclasses
@@ -32,13 +35,16 @@ import numpy as np
 
 from .layout import (
     BODY_ARMATURE, BODY_AXES, BODY_COULOMB, BODY_COULOMB_VELOCITY, BODY_GRAVITY, BODY_INERTIA,
-    BODY_PARENT, BODY_POS, BODY_ROT, BODY_TYPE, BODY_VISCOUS, BODY_WIDTH,
+    BODY_PARENT, BODY_POS, BODY_ROT, BODY_STICTION, BODY_STRIBECK_VELOCITY, BODY_TYPE,
+    BODY_VISCOUS, BODY_WIDTH,
     FRAME_BODY, FRAME_POS, FRAME_ROT, FRAME_WIDTH, WS_M)
 from .layout import PRISMATIC, REVOLUTE  # noqa: F401 (the values of Model.joint_type)
 from .spatial import homogeneous, standard_parameters, transformed_inertia
 
 COULOMB_VELOCITY = 0.01   # ε of the Coulomb friction's smooth sign tanh(q̇ / ε), rad/s or m/s
-JOINT_TERMS = ('viscous', 'coulomb', 'armature')   # the per-joint fields beyond the rigid bodies
+STRIBECK_VELOCITY = 0.05  # v_s of the Stribeck term exp(−(q̇ / v_s)²), rad/s or m/s
+# the per-joint fields beyond the rigid bodies, in the order of the regressor's joint columns
+JOINT_TERMS = ('viscous', 'coulomb', 'armature', 'stiction')
 Mimic = collections.namedtuple('Mimic', 'name leader multiplier offset')
 Mimic.__doc__ = 'A dependent joint: q_name = multiplier · q_leader + offset (leader independent).'
 
@@ -55,9 +61,9 @@ class Model:
     ``full`` is the same tree with every joint independent, what the kernels compute on.
     Without mimic joints nb == nv, G = 1, ``full`` is the model itself and nothing is mapped.
 
-    Its joints' armature and friction (armature, viscous, coulomb, coulomb_velocity; see the
-    module docstring) default to zero and never come from the URDF: give them from a
-    configuration or an identification.
+    Its joints' armature and friction (armature, viscous, coulomb, stiction; coulomb_velocity
+    and stribeck_velocity their velocity scales; see the module docstring) default to zero and
+    never come from the URDF: give them from a configuration or an identification.
     """
 
     joint_names: tuple
@@ -80,6 +86,8 @@ class Model:
     viscous: np.ndarray = None   # (nv,) f_v, N m s/rad or N s/m; None: zeros
     coulomb: np.ndarray = None   # (nv,) f_c, N m or N; None: zeros
     coulomb_velocity: float = COULOMB_VELOCITY   # ε, rad/s or m/s
+    stiction: np.ndarray = None  # (nv,) f_s, the stiction excess over f_c, N m or N; None: zeros
+    stribeck_velocity: object = STRIBECK_VELOCITY   # v_s, one or (nv,) numbers, rad/s or m/s
     body_names: tuple = None     # (nb,) joint of each body; None: joint_names (no mimic joint)
     mimic: tuple = ()            # Mimic joints, one per dependent body
 
@@ -91,6 +99,7 @@ class Model:
         for name in JOINT_TERMS:
             object.__setattr__(self, name, _joint_coefficients(self, name))
         object.__setattr__(self, 'coulomb_velocity', _coulomb_velocity(self.coulomb_velocity))
+        object.__setattr__(self, 'stribeck_velocity', _stribeck_velocity(self))
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             if isinstance(value, np.ndarray):
@@ -185,6 +194,7 @@ def _full_model(model):
         lower=spread(model.lower, -np.inf), upper=spread(model.upper, np.inf),
         velocity_limit=spread(model.velocity_limit, np.inf),
         effort_limit=spread(model.effort_limit, np.inf),
+        stribeck_velocity=spread(model.stribeck_velocity, STRIBECK_VELOCITY),
         **{name: spread(getattr(model, name), 0.0) for name in JOINT_TERMS})
 
 
@@ -218,6 +228,8 @@ def _body_table(model):
     table[:, BODY_VISCOUS] = model.viscous
     table[:, BODY_COULOMB] = model.coulomb
     table[:, BODY_COULOMB_VELOCITY] = model.coulomb_velocity
+    table[:, BODY_STICTION] = model.stiction
+    table[:, BODY_STRIBECK_VELOCITY] = model.stribeck_velocity
     return table   # writable: numba types a read-only array on a slow path (~0.1 µs a call)
 
 
@@ -246,6 +258,19 @@ def _coulomb_velocity(value):
         raise ValueError(f'coulomb_velocity (ε of the smooth sign tanh(q̇ / ε)) must be a '
                          f'finite number > 0, rad/s or m/s, got {value!r}')
     return eps
+
+
+def _stribeck_velocity(model):
+    """v_s as a float (nv,) array, finite and > 0 (one number applies to every joint)."""
+    try:
+        v_s = np.broadcast_to(np.array(model.stribeck_velocity, dtype=float), (model.nv,))
+    except (TypeError, ValueError):
+        v_s = None
+    if v_s is None or not np.all((v_s > 0.0) & (v_s < np.inf)):
+        raise ValueError(f'stribeck_velocity (v_s of the Stribeck term exp(−(q̇ / v_s)²)) must '
+                         f'be one or {model.nv} finite numbers > 0, rad/s or m/s, got '
+                         f'{model.stribeck_velocity!r}')
+    return v_s.copy()
 
 
 def _frame_table(model):

@@ -3,7 +3,7 @@
 Parameter vector θ, 10 per moving body in model order (mimic joints' bodies too: their rows
 enter as Gᵀ Y_body, mimic.py), then the optional joint columns::
 
-    θ = (θ_1, ..., θ_nb [, f_v (nv)] [, f_c (nv)] [, I_a (nv)])
+    θ = (θ_1, ..., θ_nb [, f_v (nv)] [, f_c (nv)] [, I_a (nv)] [, f_s (nv)])
     θ_i = (m, m cx, m cy, m cz, Ixx, Iyy, Izz, Ixy, Ixz, Iyz)
 
 the standard parameters of body i about its body (joint) frame origin, in body axes, which is
@@ -14,9 +14,12 @@ per joint, appended in this order when asked for, the joint terms of model.py:
 - Coulomb friction ``f_c``: τ_i += f_c,i tanh(q̇_i / ε), the smooth sign of friction.py with
   ε = ``model.coulomb_velocity`` (default model.COULOMB_VELOCITY, 0.01 rad/s or
   m/s: 99.5 % of f_c at 3 ε);
-- armature ``I_a`` (rotor inertia reflected through the gear): τ_i += I_a,i q̈_i.
+- armature ``I_a`` (rotor inertia reflected through the gear): τ_i += I_a,i q̈_i;
+- stiction ``f_s`` (the Stribeck term): τ_i += f_s,i exp(−(q̇_i / v_s,i)²) tanh(q̇_i / ε), v_s
+  = ``model.stribeck_velocity`` fixed (friction.py).
 
-So ``regressor(model, q, v, a, True, True, True) @ parameter_vector(model, True, True, True)``
+So ``regressor(model, q, v, a, True, True, True, True) @ parameter_vector(model, True, True,
+True, True)``
 is ``rnea(model, q, v, a)``, the model's own joint terms included; without the flags, Y θ is
 the rigid-body part alone, rnea of the model with zero joint terms.
 
@@ -38,7 +41,7 @@ small products per state, vectorised over the states.
 import numpy as np
 from scipy.linalg import qr, solve_triangular
 
-from .algorithms.friction import smooth_sign
+from .algorithms.friction import smooth_sign, stribeck_sign
 from .algorithms.rnea import forward_pass
 from .layout import BODY_AXES, PRISMATIC, WS_A, WS_PREL, WS_RREL, WS_V
 from .mimic import REGRESSOR, reduced
@@ -49,13 +52,15 @@ INERTIAL_NAMES = ('m', 'mx', 'my', 'mz', 'Ixx', 'Iyy', 'Izz', 'Ixy', 'Ixz', 'Iyz
 CHUNK = 1024   # states per vectorised pass
 
 
-def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False, sign=None):
+def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False, stiction=False,
+              sign=None, stribeck=None):
     """Y with τ = Y θ: shape (nv, 10 nb + extra) for one state, (N, nv, ...) for (N, nv) input.
 
-    ``viscous``, ``coulomb``, ``armature``: append nv columns each, q̇_i, tanh(q̇_i / ε) and q̈_i
-    on row i, in that order (module docstring), ε = ``model.coulomb_velocity``. θ is
-    ``parameter_vector(model, ...)``. ``sign``: the Coulomb columns' tanh(q̇ / ε), shaped as q,
-    if computed already (e.g. low-pass filtered as the torques: parallel filtering).
+    ``viscous``, ``coulomb``, ``armature``, ``stiction``: append nv columns each, q̇_i,
+    tanh(q̇_i / ε), q̈_i and exp(−(q̇_i / v_s,i)²) tanh(q̇_i / ε) on row i, in that order
+    (module docstring), ε = ``model.coulomb_velocity``. θ is ``parameter_vector(model, ...)``.
+    ``sign``, ``stribeck``: the Coulomb and stiction columns' values, shaped as q, if computed
+    already (e.g. low-pass filtered as the torques: parallel filtering).
     """
     q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
     single = q.ndim == 1
@@ -71,22 +76,25 @@ def regressor(model, q, v, a, viscous=False, coulomb=False, armature=False, sign
     columns = [Y]
     if coulomb:
         sign = smooth_sign(v, model.coulomb_velocity) if sign is None else np.atleast_2d(sign)
-    for flag, x in zip((viscous, coulomb, armature), (v, sign, a)):
+    if stiction:
+        stribeck = (stribeck_sign(v, model.stribeck_velocity, model.coulomb_velocity)
+                    if stribeck is None else np.atleast_2d(stribeck))
+    for flag, x in zip((viscous, coulomb, armature, stiction), (v, sign, a, stribeck)):
         if flag:
             columns.append(np.eye(model.nv) * x[:, None, :])   # row i: x_i in column i
     Y = np.concatenate(columns, axis=2)
     return Y[0] if single else Y
 
 
-def parameter_vector(model, viscous=None, coulomb=None, armature=None):
+def parameter_vector(model, viscous=None, coulomb=None, armature=None, stiction=None):
     """θ of ``model`` (``model.inertia.ravel()``), then the per-joint coefficients asked for.
 
-    Each of viscous, Coulomb, armature (appended in that order) is True for the model's own
-    (``model.viscous`` etc.), the coefficients themselves (a number or nv values), or None or
+    Each of viscous, Coulomb, armature, stiction (appended in that order) is True for the model's
+    own (``model.viscous`` etc.), the coefficients themselves (a number or nv values), or None or
     False for none: ``regressor(..., viscous=True) @ θ`` then matches.
     """
     parts = [model.inertia.ravel()]
-    for name, x in zip(JOINT_TERMS, (viscous, coulomb, armature)):
+    for name, x in zip(JOINT_TERMS, (viscous, coulomb, armature, stiction)):
         flag = isinstance(x, (bool, np.bool_))
         if x is None or (flag and not x):
             continue
@@ -95,10 +103,10 @@ def parameter_vector(model, viscous=None, coulomb=None, armature=None):
     return np.concatenate(parts)
 
 
-def parameter_names(model, viscous=False, coulomb=False, armature=False):
+def parameter_names(model, viscous=False, coulomb=False, armature=False, stiction=False):
     """Names of the columns of Y, e.g. 'panda_joint2.mx' or 'panda_joint2.viscous'."""
     names = [f'{joint}.{p}' for joint in model.body_names for p in INERTIAL_NAMES]
-    for flag, kind in zip((viscous, coulomb, armature), JOINT_TERMS):
+    for flag, kind in zip((viscous, coulomb, armature, stiction), JOINT_TERMS):
         if flag:
             names += [f'{joint}.{kind}' for joint in model.joint_names]
     return names
@@ -208,7 +216,7 @@ class BaseParameters:
     def __init__(self, independent, dependent, beta, names, flags):
         self.independent, self.dependent, self.beta = independent, dependent, beta
         self.names = [names[k] for k in independent]   # each named after its leading column
-        self.flags = flags    # the regressor's keyword flags (viscous, coulomb, armature)
+        self.flags = flags    # the regressor's keyword flags (viscous, ..., stiction)
         self.P = np.zeros((len(independent), len(names)))
         self.P[:, independent] = np.eye(len(independent))
         self.P[:, dependent] = beta
@@ -227,8 +235,8 @@ class BaseParameters:
         return regressor(model, q, v, a, **self.flags)[..., self.independent]
 
 
-def base_parameters(model, viscous=False, coulomb=False, armature=False, states=None, seed=0,
-                    tol=1e-8):
+def base_parameters(model, viscous=False, coulomb=False, armature=False, stiction=False,
+                    states=None, seed=0, tol=1e-8):
     """The base parameters of ``model``: QR with column pivoting of Y stacked over random states.
 
     Columns are scaled to unit norm, then ``scipy.linalg.qr(..., pivoting=True)`` orders them;
@@ -237,7 +245,7 @@ def base_parameters(model, viscous=False, coulomb=False, armature=False, states=
     states (default enough for 3x as many rows as columns); q is uniform within the limits
     (±π where absent), q̇ and q̈ standard normal.
     """
-    flags = dict(viscous=viscous, coulomb=coulomb, armature=armature)
+    flags = dict(viscous=viscous, coulomb=coulomb, armature=armature, stiction=stiction)
     names = parameter_names(model, **flags)
     n = states or 3 * len(names) // model.nv + 10
     rng = np.random.default_rng(seed)

@@ -99,7 +99,8 @@ def with_inertial_parameters(model, values):
 
 
 JOINT_TERM_PARAMETERS = {'armature': 'armature', 'friction.viscous': 'viscous',
-                         'friction.coulomb': 'coulomb'}   # parameter -> rd.Model field
+                         'friction.coulomb': 'coulomb',
+                         'friction.stiction': 'stiction'}   # parameter -> rd.Model field
 
 
 def with_joint_terms(model, values, arm):
@@ -107,6 +108,11 @@ def with_joint_terms(model, values, arm):
     eps = float(values['friction.coulomb_velocity'])
     if not 0.0 < eps < math.inf:
         raise ConfigError(f'friction.coulomb_velocity must be > 0, got {eps}')
+    v_s = np.asarray(values['friction.stribeck_velocity'], dtype=float)
+    if len(v_s) != 1:
+        v_s = arm.per_joint(values, 'friction.stribeck_velocity', 'values: one, or one per joint')
+    if not (np.isfinite(v_s).all() and (v_s > 0).all()):
+        raise ConfigError(f'friction.stribeck_velocity must be > 0, got {v_s.tolist()}')
     terms = {}
     for name, field in JOINT_TERM_PARAMETERS.items():
         if len(values[name]):
@@ -114,9 +120,11 @@ def with_joint_terms(model, values, arm):
             if (x < 0).any():
                 raise ConfigError(f'{name} must be >= 0, got {values[name]}')
             terms[field] = x
-    if not terms and eps == model.coulomb_velocity:
+    v_s = np.broadcast_to(v_s, (model.nv,))
+    if not terms and eps == model.coulomb_velocity and np.array_equal(v_s,
+                                                                      model.stribeck_velocity):
         return model
-    return model.replace(**terms, coulomb_velocity=eps)
+    return model.replace(**terms, coulomb_velocity=eps, stribeck_velocity=v_s)
 
 
 def payload(values):

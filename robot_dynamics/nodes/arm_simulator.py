@@ -89,6 +89,7 @@ class Config:
     def _arm(self):
         m, load = self.model, self.payload or {}
         return (self.damping, m.inertia, m.armature, m.viscous, m.coulomb, m.coulomb_velocity,
+                m.stiction, m.stribeck_velocity,
                 self.payload is None, *(load.get(k, 0.0) for k in ('mass', 'com', 'inertia')))
 
 

@@ -77,6 +77,11 @@ MODEL_PARAMS = (
           'tanh(qdot / coulomb_velocity), N m (N) (empty: none)', per_joint=True),
     Param('friction.coulomb_velocity', 0.01, 'double', 'velocity scale epsilon of the smooth '
           'Coulomb sign tanh(qdot / epsilon), rad/s (m/s)', range=(1e-9, 1e3)),
+    Param('friction.stiction', [], 'double[]', 'Stribeck stiction f_s >= 0, the breakaway '
+          'torque\'s excess over f_c: tau_f += f_s exp(-(qdot / stribeck_velocity)^2) '
+          'tanh(qdot / coulomb_velocity), N m (N) (empty: none)', per_joint=True),
+    Param('friction.stribeck_velocity', [0.05], 'double[]', 'Stribeck velocity v_s > 0 over '
+          'which the stiction decays, rad/s (m/s): one value for every joint or one per joint'),
 )
 JOINT_STATES_RELIABILITY = Param(
     'joint_states_reliability', 'best_effort', 'string', 'QoS reliability of the joint_states '

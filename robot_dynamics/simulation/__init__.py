@@ -30,7 +30,8 @@ import robot_dynamics as rd
 from .base import Engine, joint_order, joint_vector
 
 ENGINES = ('internal', 'mujoco')
-JOINT_DYNAMICS = ('armature', 'viscous', 'coulomb', 'coulomb_velocity')
+JOINT_DYNAMICS = ('armature', 'viscous', 'coulomb', 'coulomb_velocity', 'stiction',
+                  'stribeck_velocity')
 
 
 def simulate(engine, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
@@ -62,10 +63,10 @@ def make_engine(engine, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
 
     ``payload``: dict(mass, com, inertia) rigidly fixed to the tip, com and inertia (about the
     com) in tip axes: carried by the simulated arm, whatever model a controller uses.
-    ``joint_dynamics``: dict(armature, viscous, coulomb, coulomb_velocity), the simulated arm's
-    own joint terms (rd.Model's fields; each of the first three a number or one per joint, in
-    ``joint_names`` order), viscous friction adding to D. None: none. The engine keeps both
-    as given (``payload``, ``joint_dynamics``).
+    ``joint_dynamics``: dict(armature, viscous, coulomb, coulomb_velocity, stiction,
+    stribeck_velocity), the simulated arm's own joint terms (rd.Model's fields; each but
+    coulomb_velocity a number or one per joint, in ``joint_names`` order), viscous friction
+    adding to D. None: none. The engine keeps both as given (``payload``, ``joint_dynamics``).
     """
     cls = engine_class(engine)
     model = rd.load_urdf(urdf_xml, base=base, tip=tip, gravity=gravity)

@@ -35,12 +35,12 @@ class MujocoEngine(Engine):
     body's COM in world axes, of a massless link fixed at the tip origin: its COM is the tip origin
     at every RK4 stage, so the moment needs no r x f shift. Both are held over the step, as MuJoCo's
     RK4 does. The joint terms: armature is dof_armature, viscous damping D plus viscous friction
-    f_v is dof_damping, and Coulomb friction the same smooth law as the model's, f_c tanh(q̇ / ε),
-    added to qfrc_passive at every RK4 stage by the mjcb_passive callback (not dof_frictionloss:
-    a hard constraint, another law). The callback is global in MuJoCo: it is installed only
-    while such an engine computes (MuJoCo then calls it for every model, and fails to compile
-    one in another thread meanwhile). Constraints (contacts, joint limits, equalities) are
-    disabled, as the internal engine has none.
+    f_v is dof_damping, and Coulomb friction and stiction the same smooth law as the model's,
+    [f_c + f_s exp(−(q̇ / v_s)²)] tanh(q̇ / ε), added to qfrc_passive at every RK4 stage by
+    the mjcb_passive callback (not dof_frictionloss: a hard constraint, another law). The callback
+    is global in MuJoCo: it is installed only while such an engine computes (MuJoCo then calls it
+    for every model, and fails to compile one in another thread meanwhile). Constraints (contacts,
+    joint limits, equalities) are disabled, as the internal engine has none.
     """
 
     def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
@@ -65,7 +65,7 @@ class MujocoEngine(Engine):
         assert self.body < 0 or (m.body_mass[self.body] == 0 and not m.body_ipos[self.body].any())
         d = self.mj_data = mujoco.MjData(m)
         self._coulomb_model = None
-        if model.coulomb.any():
+        if model.coulomb.any() or model.stiction.any():
             self._coulomb_model = model.replace(viscous=np.zeros(model.nv))
             self._iv_model = self._to_model(self.iv).astype(int)   # the dof of each model joint
             _COULOMB[id(d)] = self
@@ -135,7 +135,7 @@ class MujocoEngine(Engine):
             return function(self.mj_model, self.mj_data)
 
     def _add_coulomb(self, d):
-        """qfrc_passive -= f_c tanh(q̇ / ε) (rd.joint_friction of the model without f_v)."""
+        """qfrc_passive -= the sign part of τ_f (rd.joint_friction of the model without f_v)."""
         d.qfrc_passive[self._iv_model] -= rd.joint_friction(self._coulomb_model,
                                                             d.qvel[self._iv_model])
 

@@ -9,7 +9,8 @@ engine's ``joint_names`` order:
 - **joint friction** beyond the engine's viscous and Coulomb terms (which stay in the engine's
   model, evaluated at every RK4 stage): Stribeck stiction, the excess of the breakaway torque
   f_s over the Coulomb level f_c decaying with speed,
-  τ_s(q̇) = (f_s − f_c) exp(−(q̇ / v_s)²) tanh(q̇ / ε), and the sigmoid law Gaz et al. identified
+  τ_s(q̇) = (f_s − f_c) exp(−(q̇ / v_s)²) tanh(q̇ / ε) (the Stribeck term of rd's joint
+  friction, core friction.py, with stiction f_s − f_c), and the sigmoid law Gaz et al. identified
   on the Panda, τ_σ(q̇) = φ1 / (1 + exp(−φ2 (q̇ + φ3))) − φ1 / (1 + exp(−φ2 φ3));
   both at the velocity at the start of the step and held over it (``Plant.friction``);
 - **command delay**: the torque applied in step k is the command of step k − d
@@ -23,6 +24,8 @@ import collections
 import xml.etree.ElementTree as ET
 
 import numpy as np
+
+from robot_dynamics.core.algorithms.friction import stribeck_sign
 
 #: Gaz, Cognetti, Oliva, Robuffo Giordano, De Luca, "Dynamic Identification of the Franka
 #: Emika Panda Robot With Retrieval of Feasible Parameters Using Penalty-Based Optimization",
@@ -136,7 +139,7 @@ class Friction:
         v = np.asarray(v, dtype=float)
         tau = np.zeros_like(v)
         if self.excess is not None:
-            tau += self.excess * np.exp(-(v / self.stribeck) ** 2) * np.tanh(v / self.epsilon)
+            tau += self.excess * stribeck_sign(v, self.stribeck, self.epsilon)   # rd's law
         if self.sigmoid is not None:
             phi1, phi2, phi3 = self.sigmoid
             tau += phi1 / (1.0 + np.exp(-phi2 * (v + phi3))) - phi1 / (1.0 + np.exp(-phi2 * phi3))

@@ -1,7 +1,7 @@
 """fit_dynamics: fit payload, friction, armature or link inertias to a joint-state recording.
 
     fit_dynamics RECORDING (--robot panda|ur5e | --urdf FILE) [--base LINK] [--tip LINK]
-        [--payload [--no-payload-inertia]] [--friction] [--armature] [--links]
+        [--payload [--no-payload-inertia]] [--friction [--stiction]] [--armature] [--links]
         [--cutoff HZ] [--edge S] [--output params.yaml]
     python -m robot_dynamics.tools.fit ...
 
@@ -12,7 +12,8 @@ q is differentiated and τ filtered offline (zero-phase Butterworth, ``--cutoff`
 edges dropped; then (numerics in ``fitting.py``):
 
 - ``--payload``: a rigid load at the tip, mass, centre of mass and inertia (tip frame), from
-  τ - rnea(URDF); with ``--friction`` (viscous and Coulomb) and ``--armature`` in the same fit;
+  τ - rnea(URDF); with ``--friction`` (viscous and Coulomb; ``--stiction`` adds the Stribeck
+  term's f_s, v_s = ``--stribeck-velocity``) and ``--armature`` in the same fit;
 - ``--links``: every link's inertial parameters, physically consistent by construction and
   regularised towards the URDF's (``--prior-std``), with the joint terms asked for (>= 0).
   Not with ``--payload``: a payload is then part of the tip link.
@@ -27,7 +28,8 @@ config: ``--params-file config/panda.yaml --params-file params.yaml``. Layout::
         tip: panda_hand_tcp
         joints: [...]               # the recording's joint order, that of every list below
         payload: {mass: 1.5, com: [x, y, z], inertia: [ixx, ixy, ixz, iyy, iyz, izz]}
-        friction: {viscous: [...], coulomb: [...], coulomb_velocity: 0.01}
+        friction: {viscous: [...], coulomb: [...], coulomb_velocity: 0.01,
+                   stiction: [...], stribeck_velocity: [0.05]}   # the last two: --stiction
         armature: [...]
         inertial_parameters: [...]  # 10 per moving body, model order (rd.parameter_vector)
 
@@ -68,6 +70,8 @@ def parse_arguments(argv):
     fit.add_argument('--no-payload-inertia', action='store_true',
                      help='payload mass and com only (a motion that hardly turns the tip)')
     fit.add_argument('--friction', action='store_true', help='viscous and Coulomb friction')
+    fit.add_argument('--stiction', action='store_true',
+                     help='with --friction: the stiction f_s of a Stribeck term')
     fit.add_argument('--armature', action='store_true', help='reflected rotor inertia')
     fit.add_argument('--links', action='store_true', help='the links\' inertial parameters')
     tune = parser.add_argument_group('data and fit')
@@ -76,6 +80,8 @@ def parse_arguments(argv):
     tune.add_argument('--edge', type=float, help='seconds dropped at each end (default 2/cutoff)')
     tune.add_argument('--coulomb-velocity', type=float, default=0.01,
                       help='ε of the smooth Coulomb sign tanh(q̇/ε), rad/s (default 0.01)')
+    tune.add_argument('--stribeck-velocity', type=float, default=0.05,
+                      help='v_s of the Stribeck term exp(-(q̇/v_s)²), rad/s (default 0.05)')
     tune.add_argument('--max-samples', type=int, default=4000,
                       help='decimate to at most this many samples (default 4000)')
     tune.add_argument('--min-samples', type=int, default=200,
@@ -95,6 +101,11 @@ def parse_arguments(argv):
     if args.payload and args.links:
         parser.error('--payload with --links: a payload is part of the tip link; fit the links '
                      'with the payload on, or the payload alone')
+    if args.stiction and not args.friction:
+        parser.error('--stiction goes with --friction (the stiction is the excess over Coulomb)')
+    if not (args.stribeck_velocity > 0 and np.isfinite(args.stribeck_velocity)):
+        parser.error(f'--stribeck-velocity must be a positive number, got '
+                     f'{args.stribeck_velocity}')
     if args.no_payload_inertia and not args.payload:
         parser.error('--no-payload-inertia goes with --payload')
     if not (args.prior_std > 0 and np.isfinite(args.prior_std)):
@@ -123,7 +134,8 @@ def load_model(args, data):
         model = rd.load_urdf(source, base=base, tip=tip)
     except (ValueError, KeyError, OSError) as error:
         raise FitError(f'cannot load the model: {error}') from None
-    return model.replace(coulomb_velocity=args.coulomb_velocity)
+    return model.replace(coulomb_velocity=args.coulomb_velocity,
+                         stribeck_velocity=args.stribeck_velocity)
 
 
 def run(args):
@@ -135,7 +147,7 @@ def run(args):
     model = load_model(args, data)
     samples = fitting.prepare(data, model, args.cutoff, args.edge, args.max_samples,
                               args.min_samples)
-    options = dict(friction=args.friction, armature=args.armature,
+    options = dict(friction=args.friction, armature=args.armature, stiction=args.stiction,
                    max_condition=args.max_condition, weighted=args.weighted)
     if args.links:
         fit = fitting.fit_links(model, samples, **options, prior_std=args.prior_std)
@@ -164,11 +176,11 @@ def report(args, data, model, samples, fit):
         t, length = max(samples.gaps, key=lambda gap: gap[1])
         lines.insert(1, f'{len(samples.gaps)} gaps in the stamps (the longest {length:.3g} s at '
                         f't = {t:.3f} s): fitted on the stretches between them')
-    terms = [(k, getattr(fit, k)) for k in ('viscous', 'coulomb', 'armature')
+    terms = [(k, getattr(fit, k)) for k in ('viscous', 'coulomb', 'armature', 'stiction')
              if getattr(fit, k) is not None]
     width = max(len(j) for j in data.joint_names)
     lines.append(f'{"joint":{width}}  RMS before  RMS after' + ''.join(
-        f'  {k:>10}' for k, _ in terms) + '   (N m or N; N m s/rad, N m, kg m^2)')
+        f'  {k:>10}' for k, _ in terms) + '   (N m or N; N m s/rad, N m, kg m^2, N m)')
     for i, j in enumerate(data.joint_names):
         m = order[i]
         lines.append(f'{j:{width}}  {fit.rms_before[m]:10.4g}  {fit.rms_after[m]:9.4g}' + ''.join(
@@ -207,6 +219,9 @@ def parameters(model, joints, order, fit):
         params['friction'] = dict(viscous=floats(fit.viscous[order]),
                                   coulomb=floats(fit.coulomb[order]),
                                   coulomb_velocity=float(model.coulomb_velocity))
+    if fit.stiction is not None:
+        params['friction'].update(stiction=floats(fit.stiction[order]),
+                                  stribeck_velocity=floats(model.stribeck_velocity[order]))
     if fit.armature is not None:
         params['armature'] = floats(fit.armature[order])
     if fit.inertia is not None:
@@ -220,7 +235,8 @@ def write_parameters(args, data, model, fit):
     params = parameters(model, data.joint_names, order, fit)
     document = {f'/**/{node}': {'ros__parameters': copy.deepcopy(params)}   # any namespace
                 for node in NODES}                                           # (copies: no aliases)
-    fitted = [k for k in ('payload', 'friction', 'armature', 'links') if getattr(args, k)]
+    fitted = [k for k in ('payload', 'friction', 'stiction', 'armature', 'links')
+              if getattr(args, k)]
     header = (f'# fit_dynamics {args.recording} ({", ".join(fitted)}), '
               f'{datetime.datetime.now().isoformat(timespec="seconds")}\n'
               f'# residual RMS per joint {np.round(fit.rms_before[order], 4).tolist()} -> '

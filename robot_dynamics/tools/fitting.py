@@ -7,7 +7,7 @@ order (``robot_dynamics.core.regressor``):
 
 - ``fit_residual`` keeps the URDF's links and explains τ - rnea(model) by a payload's standard
   parameters at the tip body (expressed in the tip frame) and the joint terms: viscous and
-  Coulomb friction, armature;
+  Coulomb friction, armature, and the stiction of a Stribeck term (v_s the model's);
 - ``fit_links`` identifies the links with the joint terms by ``rd.identify``: physically
   consistent by construction, regularised towards the URDF's parameters.
 
@@ -20,7 +20,7 @@ import dataclasses
 import numpy as np
 
 import robot_dynamics as rd
-from robot_dynamics.core.algorithms.friction import smooth_sign
+from robot_dynamics.core.algorithms.friction import smooth_sign, stribeck_sign
 from robot_dynamics.core.identification import (PRIOR_STD, conditioning, differentiate,
                                                 inertia_about_com, lowpass, noise_weights,
                                                 payload_regressor, weighted_fit)
@@ -42,7 +42,8 @@ class Samples:
 
     ``sign``: tanh(q̇ / ε) through the torques' low-pass, the Coulomb columns of the regressor
     (the filter smooths the torque's jumps at velocity reversals; filtering the columns alike
-    keeps τ = Y θ exact: Gautier's parallel filtering).
+    keeps τ = Y θ exact: Gautier's parallel filtering); ``stribeck``: the stiction columns
+    exp(−(q̇ / v_s)²) tanh(q̇ / ε), filtered alike.
     """
 
     q: np.ndarray
@@ -50,6 +51,7 @@ class Samples:
     a: np.ndarray
     tau: np.ndarray
     sign: np.ndarray
+    stribeck: np.ndarray
     dt: float
     order: np.ndarray   # order[i]: model index of the recording's joint i
     gaps: list = dataclasses.field(default_factory=list)   # (t, length) s of each gap
@@ -112,7 +114,7 @@ def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=2
 
 
 def stretch(model, t, q, tau, dt, cutoff, drop):
-    """(q, q̇, q̈, τ, sign) of one stretch without gaps, on a grid of dt, edges dropped.
+    """(q, q̇, q̈, τ, sign, stribeck) of one stretch without gaps, on a grid of dt, edges dropped.
 
     None if nothing is left after dropping ``drop`` samples at each end (or too short to filter).
     """
@@ -124,8 +126,10 @@ def stretch(model, t, q, tau, dt, cutoff, drop):
     q, v, a = differentiate(q, dt, cutoff)
     tau = lowpass(tau, dt, cutoff)
     sign = lowpass(smooth_sign(v, model.coulomb_velocity), dt, cutoff)   # parallel filtering
+    stribeck = lowpass(stribeck_sign(v, model.stribeck_velocity, model.coulomb_velocity), dt,
+                       cutoff)
     keep = slice(drop, len(grid) - drop)
-    return q[keep], v[keep], a[keep], tau[keep], sign[keep]
+    return q[keep], v[keep], a[keep], tau[keep], sign[keep], stribeck[keep]
 
 
 @dataclasses.dataclass
@@ -150,6 +154,7 @@ class Fit:
     viscous: np.ndarray = None
     coulomb: np.ndarray = None
     armature: np.ndarray = None
+    stiction: np.ndarray = None
     inertia: np.ndarray = None
     problems: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
@@ -199,7 +204,7 @@ def settle_joint_terms(fit, model, s):
     Negligible: its torque is below 1e-3 of the joint's torque (RMS over the samples).
     """
     std, zeroed = dict(zip(fit.names, fit.std)), []
-    for kind, column in zip(JOINT_TERMS, (s.v, s.sign, s.a)):
+    for kind, column in zip(JOINT_TERMS, (s.v, s.sign, s.a, s.stribeck)):
         values = getattr(fit, kind)
         negligible = 1e-3 * rms(s.tau) / np.maximum(rms(column), 1e-300)
         for i, joint in enumerate(model.joint_names if values is not None else ()):
@@ -215,18 +220,18 @@ def settle_joint_terms(fit, model, s):
 
 
 def regressor(model, s, flags):
-    """Y (N, nv, 10 nb + joint columns) at the samples; its Coulomb columns the filtered sign."""
-    return rd.regressor(model, s.q, s.v, s.a, **flags, sign=s.sign)
+    """Y (N, nv, 10 nb + joint columns) at the samples; its sign columns the filtered ones."""
+    return rd.regressor(model, s.q, s.v, s.a, **flags, sign=s.sign, stribeck=s.stribeck)
 
 
 def fit_residual(model, s, payload=False, payload_inertia=True, friction=False,
-                 armature=False, max_condition=1e3, weighted=False):
+                 armature=False, max_condition=1e3, weighted=False, stiction=False):
     """Payload at the tip and joint terms from τ - rnea(model) (module docstring)."""
-    if not (payload or friction or armature):
+    if not (payload or friction or armature or stiction):
         raise FitError('nothing to fit: ask for --payload, --friction, --armature or --links')
-    if friction or armature:
+    if friction or armature or stiction:
         check_motion(model, s, 'friction and armature')
-    flags = dict(viscous=friction, coulomb=friction, armature=armature)
+    flags = dict(viscous=friction, coulomb=friction, armature=armature, stiction=stiction)
     model = without(model, flags)
     Y = regressor(model, s, flags)
     columns, names = [Y[..., 10 * model.nb:]], parameter_names(model, **flags)[10 * model.nb:]
@@ -284,16 +289,16 @@ def payload_of(theta):
 
 
 def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weighted=False,
-              prior_std=PRIOR_STD):
+              prior_std=PRIOR_STD, stiction=False):
     """The links' inertial parameters (and joint terms) by ``rd.identify`` (module docstring).
 
     Y with the filtered Coulomb columns goes to ``rd.identify(..., Y=)``; the full parameters
     are its consistent fit (physical bodies, joint terms >= 0), regularised towards the URDF's
     with the prior's standard deviation ``prior_std`` (in units of each body's size).
     """
-    if friction or armature:
+    if friction or armature or stiction:
         check_motion(model, s, 'friction and armature')
-    flags = dict(viscous=friction, coulomb=friction, armature=armature)
+    flags = dict(viscous=friction, coulomb=friction, armature=armature, stiction=stiction)
     model = without(model, flags)
     base, Y = rd.base_parameters(model, **flags), regressor(model, s, flags)
     condition = check_conditioning(Y[..., base.independent], base.names, max_condition)
