@@ -2,7 +2,7 @@
 
     python -m robot_dynamics.tools.identification_loop [--engine internal|mujoco]
         [--profile realistic] [--period 8] [--harmonics 4] [--excite '--margin 0.8 --cycles 2']
-        [--fit '--links --friction --armature'] [--set PARAM:=VALUE ...] [--output DIR]
+        [--fit '--links --friction --armature --stiction'] [--set PARAM:=VALUE ...] [--output DIR]
 
 Starts the simulated_arm bring-up (robot_dynamics.run's processes, loopback DDS, a free
 ROS_DOMAIN_ID) with ``arm_simulator`` on ``plant.profile`` and the nodes on the nominal URDF and
@@ -12,7 +12,8 @@ config/panda.yaml, then:
    torque's steady error 2 s after a 0.15 rad step of every joint, and its tracking RMS along
    a test excitation (seed 7, another than the identification's); the wrench estimator's bias
    at rest and its error under a 15 N push at the tip;
-2. ``excite --fit`` (``--links --friction --armature`` by default) through the controller;
+2. ``excite --fit`` (``--links --friction --armature --stiction`` by default) through the
+   controller;
 3. the fitted parameters set on the controller and the estimator (their parameter services);
 4. **after**: the same figures. Prints both and writes them to ``OUTPUT/loop_<engine>.yaml``
    (beside the recording ``excitation_<engine>.npz`` and ``fitted_<engine>.yaml``).
@@ -207,7 +208,7 @@ def parse(argv):
     parser.add_argument('--time-budget', type=float, default=5.0)
     parser.add_argument('--excite', default='--margin 0.8',
                         help="excite's further options, one string (default: %(default)s)")
-    parser.add_argument('--fit', default='--links --friction --armature',
+    parser.add_argument('--fit', default='--links --friction --armature --stiction',
                         help="fit_dynamics' options, one string (default: %(default)s)")
     parser.add_argument('--set', action='append', default=[], metavar='PARAM:=VALUE',
                         help='an arm_simulator parameter (YAML value), e.g. plant.mass_error:=0.0')
