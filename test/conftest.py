@@ -1,5 +1,9 @@
 """Generic pytest configuration: marker registration, single-threaded BLAS."""
 import os
+import sys
+import warnings
+
+import pytest
 
 # Multi-threaded OpenBLAS is hundreds of times slower on the small matrices of arm dynamics on
 # a 2-core machine; set before numpy is imported by any test module (children inherit it).
@@ -12,3 +16,13 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'linter: static checks of the sources')
     config.addinivalue_line('markers', 'flake8: flake8 compliance (ament_flake8)')
     config.addinivalue_line('markers', 'pep257: docstring style (ament_pep257)')
+
+
+@pytest.fixture(autouse=True, scope='module')
+def probe_left_clean():
+    """A module's DDS recorders end with it: one left running at 1 kHz slows every later test."""
+    yield
+    harness = sys.modules.get('ros_harness')   # imported by the DDS test modules only
+    left = harness.module_finished() if harness is not None else []
+    if left:
+        warnings.warn(f'the test module left recorders on {left}: stopped now')

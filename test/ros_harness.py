@@ -76,6 +76,11 @@ def warm_numba_cache():
     observer.wrench(q, observer.update(q, v, v, 1e-3), model.tip)
 
 
+def module_finished():
+    """After a test module: the topics its probe still recorded (stopped now), [] if none."""
+    return [] if _session is None else _session.probe.stop_all_recording()
+
+
 def session():
     """The ROS session of the test process (created on first use, closed at exit)."""
     global _session
@@ -250,6 +255,13 @@ class Probe(Node):
         recorder = Recorder()
         recorder.subscription = self.create_subscription(msg_type, topic, recorder, qos)
         return recorder
+
+    def stop_all_recording(self):
+        """Destroy every subscription a test module left; the topics they were on."""
+        left = list(self.subscriptions)
+        for subscription in left:
+            self.in_executor(self.destroy_subscription, subscription)
+        return [s.topic_name for s in left]
 
     def stop_recording(self, *recorders):
         """Destroy the recorders' subscriptions, in the executor's thread.

@@ -32,6 +32,8 @@ state_timeout (a clock jump), is dropped and counted. After state_timeout the ne
 accepted whatever its stamp (the publisher's clock is learned again, e.g. a restarted driver).
 
 References: a trajectory or streamed setpoint outside the joint limits is rejected. A
+trajectory stamped before the newest joint state (a sender's clock or message late) starts at
+that state instead, with a warning: sampled from its past start, the reference would step. A
 trajectory whose first point has time_from_start > 0 is blended: the current reference is
 prepended at the start, and the quintic segments lead from it to the first point. A first point
 at time 0 farther than START_TOLERANCE from the current reference is rejected (it would be a
@@ -479,6 +481,10 @@ class DynamicsController(ArmNode):
         if not self.tracking('joint_trajectory'):
             return
         start = seconds(msg.header.stamp) or self.t_last  # zero: now, on the states' clock
+        if start < self.t_last:   # sampled from a past start, the reference would step
+            self.warn(f'joint_trajectory stamped {self.t_last - start:.3f} s before the newest '
+                      'joint state: it starts now')
+            start = self.t_last
         if not msg.points:
             self.reference, self.pending = self.hold(), None
             self.get_logger().info('empty joint_trajectory: holding the current position')
