@@ -7,13 +7,13 @@ identification) or the nominal URDF with the plant's own armature and friction (
 the scene's own in-process fits (``fitted_model``) on both plants.
 """
 import numpy as np
-import pinocchio as pin
 import pytest
 
 import robot_dynamics as rd
 from robot_dynamics import demo_realistic as scene
 from robot_dynamics.simulation import plant
 from robot_dynamics.simulation.closed_loop import realistic_plant
+from random_trees import PinocchioReference
 
 ARM = scene.shipped_arm('panda')
 NOMINAL = ARM.model()
@@ -88,15 +88,6 @@ def test_the_scenes_joint_terms_fit_recovers_the_plants_armature_and_friction():
     assert (fitted.viscous > 0.1).all() and (fitted.viscous < 0.35).all()
 
 
-def pinocchio_gravity(xml, joints, q):
-    """g(q) by Pinocchio on the whole URDF (other joints at 0), in ``joints`` order."""
-    model = pin.buildModelFromXML(xml)
-    index = [model.joints[model.getJointId(j)].idx_v for j in joints]
-    full = pin.neutral(model)
-    full[index] = q
-    return pin.computeGeneralizedGravity(model, model.createData(), full)[index]
-
-
 def test_the_scenes_link_fit_closes_the_loop_on_the_full_profile_but_the_drift():
     """The ±10 % links fitted with the joint terms (fit_links): the loop closes, not the drift.
 
@@ -108,7 +99,7 @@ def test_the_scenes_link_fit_closes_the_loop_on_the_full_profile_but_the_drift()
     fitted = scene.fitted_model(ARM, profile, 'internal')
     xml = plant.perturbed_urdf(ARM.urdf, profile['plant.mass_error'],
                                profile['plant.com_error'], seed=0)[0]   # the scene's arm
-    g = pinocchio_gravity(xml, NOMINAL.joint_names, ARM.q0)
+    g = PinocchioReference(xml, NOMINAL.joint_names).gravity(ARM.q0)
     still = np.zeros(NOMINAL.nv)
     nominal_error = np.abs(rd.rnea(NOMINAL, ARM.q0, still, still) - g).max()
     fitted_error = np.abs(rd.rnea(fitted, ARM.q0, still, still) - g).max()
@@ -142,7 +133,7 @@ def test_the_scenes_link_fit_with_stiction_meets_the_drift_target():
     np.testing.assert_allclose(fitted.coulomb, profile['friction.coulomb'], rtol=0.1)
     xml = plant.perturbed_urdf(ARM.urdf, profile['plant.mass_error'],
                                profile['plant.com_error'], seed=0)[0]
-    g = pinocchio_gravity(xml, NOMINAL.joint_names, ARM.q0)
+    g = PinocchioReference(xml, NOMINAL.joint_names).gravity(ARM.q0)
     still = np.zeros(NOMINAL.nv)
     assert np.abs(rd.rnea(fitted, ARM.q0, still, still) - g).max() < 5e-3
     drift, _ = scene.drift(ARM, fitted, profile, 'internal', {})

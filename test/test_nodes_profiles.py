@@ -23,6 +23,7 @@ from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.parameters import ConfigError
 from robot_dynamics.nodes.profiles import profile
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
+from random_trees import PinocchioReference
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_time
 
 CLASSES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,
@@ -43,15 +44,6 @@ def values_of(node_class, config, **extra):
     """Every declared parameter of the node: defaults, the config section, ``extra``."""
     values = {p.name: p.default for p in node_class.PARAMS}
     return {**values, **section(config, node_class.NAME), **extra}
-
-
-def pinocchio_gravity(xml, joints, q):
-    """g(q) by Pinocchio on the whole URDF (other joints at 0), in ``joints`` order."""
-    model = pin.buildModelFromXML(xml)
-    index = [model.joints[model.getJointId(j)].idx_v for j in joints]
-    full = pin.neutral(model)
-    full[index] = q
-    return pin.computeGeneralizedGravity(model, model.createData(), full)[index]
 
 
 # -- the profile itself --------------------------------------------------------------------------
@@ -75,7 +67,7 @@ def test_command_excludes_the_gravity_the_robot_compensates():
     arm = ArmBuilder()(values, FR3_XML)
     tau = np.linspace(-3.0, 3.0, 7)
     q = arm.to_model(Q_STILL)
-    g_arm = arm.to_model(pinocchio_gravity(FR3_XML, joints, Q_STILL))
+    g_arm = arm.to_model(PinocchioReference(FR3_XML, joints).gravity(Q_STILL))
     np.testing.assert_allclose(profile(values, arm).command(q, tau), tau - g_arm, atol=1e-9)
     loaded = profile({**values, 'hardware_compensates_payload': True}, arm)
     # the payload's gravity torque, -J_cᵀ m g at its centre of mass (Pinocchio's tip Jacobian)
@@ -161,9 +153,9 @@ def test_fake_fr3_commands_exclude_gravity_and_ur_currents_give_no_phantom_force
     probe = ros.probe
     fr3_joints = section('fr3', 'dynamics_controller')['joints']
     ur_joints = section('ur5e_ros2_driver', 'wrench_estimator')['joints']
-    g_fr3 = pinocchio_gravity(FR3_XML, fr3_joints, Q_STILL)
+    g_fr3 = PinocchioReference(FR3_XML, fr3_joints).gravity(Q_STILL)
     q_ur = np.array([0.3, -1.2, 1.5, -1.9, -1.57, 0.4])
-    current = pinocchio_gravity(UR_XML, ur_joints, q_ur) / np.array(K_UR)
+    current = PinocchioReference(UR_XML, ur_joints).gravity(q_ur) / np.array(K_UR)
     commands = {ns: probe.record(Float64MultiArray, f'/{ns}/effort_controller/commands')
                 for ns in ('fr3', 'fr3_ct', 'fr3_total')}
     wrenches = probe.record(WrenchStamped, '/ur/wrench_estimator/wrench')
