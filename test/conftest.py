@@ -1,4 +1,5 @@
 """Generic pytest configuration: marker registration, single-threaded BLAS."""
+import gc
 import os
 import sys
 import warnings
@@ -26,3 +27,8 @@ def probe_left_clean():
     left = harness.module_finished() if harness is not None else []
     if left:
         warnings.warn(f'the test module left recorders on {left}: stopped now')
+    # What outlives a module (hundreds of thousands of recorded messages) leaves the collector's
+    # view: a full collection over it paused the probe's thread for longer than its best-effort
+    # queue of 100 states lasts at 1 kHz, and the tests saw windows without states.
+    gc.collect()
+    gc.freeze()
