@@ -5,7 +5,9 @@ same joint states: one as messages (``on_joint_state``, the plain path), the oth
 rclpy's ``serialize_message`` makes of them (``on_serialized_joint_state``, what its raw
 subscription hands over). Every published command must be the same to the bit, and so must the
 counters, the warnings (rejection reasons) and the samples kept for payload identification.
-Sequences: a smooth motion along a trajectory, and fuzzed ones (reordered, partial, extra and
+In computed torque and in gravity compensation the fast path's states go through the compiled
+cycle (nodes/command_cycle.py), all but the first of a smooth motion. Sequences: a smooth motion
+along a trajectory, and fuzzed ones (reordered, partial, extra and
 repeated joints, NaN/Inf, missing or short fields, stamps unset, stale, out of order or jumping
 ahead, time passing beyond state_timeout, parameter changes), in computed torque, gravity
 compensation with collision detection, and a task-space mode on a gravity-compensating arm.
@@ -27,6 +29,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
+from robot_dynamics.nodes.command_cycle import CommandCycle
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import session, to_duration, to_time
@@ -41,6 +44,7 @@ MODEL = rd.load_urdf(URDF, PARAMS['base'], PARAMS['tip'])
 POSE = np.array([0.3, -0.5, 0.2, -2.0, 0.4, 1.6, -0.7])
 CONFIGS = {
     'computed_torque': {'mode': 'computed_torque'},
+    'gravity_compensation': {'mode': 'gravity_compensation'},
     'gravity_compensation_collision': {'mode': 'gravity_compensation', 'collision.enable': True},
     'cartesian_impedance_compensating_arm': {
         'mode': 'cartesian_impedance', 'hardware_compensates_gravity': True,
@@ -181,18 +185,26 @@ def test_a_motion_gives_the_same_commands(ros, config):
     """A smooth motion (with a trajectory to track) at 1 kHz: the compiled reader reads it."""
     twin = Twin(CONFIGS[config]) if config in CONFIGS else EstimatorTwin({})
     rng = np.random.default_rng(1)
+    statuses, run = [], CommandCycle.run
+
+    def counted(cycle, *args):
+        statuses.append(run(cycle, *args))
+        return statuses[-1]
     try:
-        for k in range(300):
-            t = 1e-3 * k
-            q = POSE + 0.05 * np.sin(2 * math.pi * t + np.arange(7))
-            v = 0.1 * math.pi * np.cos(2 * math.pi * t + np.arange(7))
-            effort = rd.gravity(MODEL, q) + rng.normal(0.0, 0.05, 7)
-            order = [6, 0, 5, 1, 4, 2, 3]   # the driver's order, with a gripper joint
-            twin.state(joint_state([JOINTS[i] for i in order] + ['panda_finger_joint1'],
-                                   [*q[order], 0.01], [*v[order], 0.0], [*effort[order], 0.0],
-                                   twin.now()))
-            if k == 20 and config in CONFIGS:
-                twin.trajectory(trajectory(twin.now()))
+        with mock.patch.object(CommandCycle, 'run', counted):
+            for k in range(300):
+                t = 1e-3 * k
+                q = POSE + 0.05 * np.sin(2 * math.pi * t + np.arange(7))
+                v = 0.1 * math.pi * np.cos(2 * math.pi * t + np.arange(7))
+                effort = rd.gravity(MODEL, q) + rng.normal(0.0, 0.05, 7)
+                order = [6, 0, 5, 1, 4, 2, 3]   # the driver's order, with a gripper joint
+                twin.state(joint_state([JOINTS[i] for i in order] + ['panda_finger_joint1'],
+                                       [*q[order], 0.01], [*v[order], 0.0],
+                                       [*effort[order], 0.0], twin.now()))
+                if k == 20 and config in CONFIGS:
+                    twin.trajectory(trajectory(twin.now()))
+        compiled = config in ('computed_torque', 'gravity_compensation')
+        assert len(statuses) == (299 if compiled else 0) and min(statuses, default=0) >= 0
         assert len(twin.commands[0]) == 300 * (1 if config in CONFIGS else 2)
         assert twin.nodes[1].reader.plain_reads == 1   # the first: its names mapped, then compiled
     finally:

@@ -5,6 +5,7 @@ armature and τ_f their friction (model.py).
 """
 import numpy as np
 
+from .algorithms.computed_torque import commanded_acceleration
 from .algorithms.crba import mass_matrix
 from .algorithms.friction import joint_friction, sign_friction
 from .algorithms.rnea import gravity, rnea
@@ -187,7 +188,7 @@ class ComputedTorque:
 
     def reset(self):
         """z = 0, and the next call starts a new integration (no step before it)."""
-        self._z, self._t = np.zeros(self._model.nv), None
+        self._z, self._t, self._a = np.zeros(self._model.nv), None, np.zeros(self._model.nv)
 
     def continue_from(self, other):
         """Take over another law's integral (a reconfiguration)."""
@@ -196,12 +197,17 @@ class ComputedTorque:
     def __call__(self, q, v, q_d, v_d, a_d, t=None):
         m = self._model
         q, v = finite_joint_vector(m, q, "q"), finite_joint_vector(m, v, "v")
-        e = position_error(m, finite_joint_vector(m, q_d, "q_d"), q)
-        e_dot = finite_joint_vector(m, v_d, "v_d") - v
-        a = finite_joint_vector(m, a_d, "a_d") + self._kp * e + self._kd * e_dot
+        q_d, v_d = finite_joint_vector(m, q_d, "q_d"), finite_joint_vector(m, v_d, "v_d")
+        a_d = finite_joint_vector(m, a_d, "a_d")
         if self._ki.any() and t is not None:
-            self._integrate(q, e, float(t))
-        return rnea(m, q, v, a + self._z, data=self._data)
+            self._integrate(q, position_error(m, q_d, q), float(t))
+        return rnea(m, q, v, self.acceleration(q, v, q_d, v_d, a_d), data=self._data)
+
+    def acceleration(self, q, v, q_d, v_d, a_d):
+        """q̈_d + K_p e + K_d ė + z (float (nv,) arrays, unchecked); the array is reused."""
+        commanded_acceleration(q, v, q_d, v_d, a_d, self._kp, self._kd, self._z,
+                               self._model.continuous, self._a)
+        return self._a
 
     def _integrate(self, q, e, t):
         """z += dt K_I e, scaled down so that |M(q) z| ≤ integral_limit on every joint."""

@@ -235,14 +235,18 @@ def parse_joint_state(data):
     return (int(info[SEC]), int(info[NANOSEC]), frame, names, *arrays)
 
 
-def warm_up(joint_names):
-    """Compile (or load from the cache) the reader's kernels: one message on both paths."""
+def serialized_zero_state(joint_names):
+    """A serialized JointState of these joints, every value 0."""
     from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
     zero = [0.0] * len(joint_names)
-    data = serialize_message(JointState(name=list(joint_names), position=zero, velocity=zero,
+    return serialize_message(JointState(name=list(joint_names), position=zero, velocity=zero,
                                         effort=zero))
-    reader = CdrJointStateReader(joint_names)
+
+
+def warm_up(joint_names):
+    """Compile (or load from the cache) the reader's kernels: one message on both paths."""
+    data, reader = serialized_zero_state(joint_names), CdrJointStateReader(joint_names)
     for _ in range(2):   # the first maps the names (plain), the second is compiled
         reader.read_cdr(data)
 

@@ -72,6 +72,7 @@ the same ``on_state``, rate limit and clamp (``limit_command``), so they give th
 """
 import dataclasses
 import math
+import struct
 import time
 
 import numpy as np
@@ -88,8 +89,9 @@ from robot_dynamics.core.trajectory import JointTrajectory
 
 from robot_dynamics.core.collision import Reaction
 
-from . import cdr, contact_safety, payload, profiles, speed_limiter, task_space
+from . import cdr, command_cycle, contact_safety, payload, profiles, speed_limiter, task_space
 from .cdr import CdrJointStateReader, Float64MultiArrayWriter
+from .command_cycle import CommandCycle
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
@@ -100,6 +102,7 @@ GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
 MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
 RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
+STAMP = struct.Struct('<iI')   # a serialized header's stamp, after the encapsulation header
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
             'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
 
@@ -243,7 +246,7 @@ class DynamicsController(ArmNode):
          contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS)
 
     def __init__(self, **options):
-        self.config = self.reader = self.reference = self.pending = None
+        self.config = self.reader = self.reference = self.pending = self.cycle = None
         self.q_last, self.last_state, self.commanding, self.stopping = None, None, False, False
         self.tau_last = self.published_at = None   # the last command (model order, once
         #                                           published), its time
@@ -326,6 +329,28 @@ class DynamicsController(ArmNode):
                                                         np.zeros(n, bool))
         self.identification.configure(self.values, self.arm, config.profile)
         self.configure_detection(config.safety)
+        self.cycle = self.compiled_cycle(config)
+
+    def compiled_cycle(self, config):
+        """The CommandCycle for this configuration on the fast path, None where it cannot serve.
+
+        It serves gravity compensation (without friction compensation) and computed torque
+        (without the integral term) on a model without mimic joints, an arm that does not add its
+        own gravity compensation, without collision detection or a velocity filter.
+        """
+        if not self.values['fast_path'] or self.arm.model.mimic or config.task is not None \
+                or config.profile.compensates_gravity or self.observer is not None \
+                or self.velocity_filter is not None:
+            return None
+        gravity, ct = config.gravity_compensation, config.computed_torque
+        if config.mode == GRAVITY_COMPENSATION and not gravity.friction_compensation:
+            law, control = command_cycle.GRAVITY, gravity
+        elif config.mode == COMPUTED_TORQUE and not ct.ki.any():
+            law, control = command_cycle.COMPUTED_TORQUE, ct
+        else:
+            return None
+        return CommandCycle(law, control, self.reader, config.effort_limits, self.arm.order,
+                            self.tau_last, self.writer.data, self.clamped)
 
     def warm_up(self):
         q = self.arm.model.neutral_position
@@ -338,6 +363,9 @@ class DynamicsController(ArmNode):
         contact_safety.warm_up(self.config.safety)
         speed_limiter.warm_up(self.config.pfl, self.arm.model)
         cdr.warm_up(self.arm.model.joint_names)
+        if self.cycle is not None:
+            command_cycle.warm_up(self.arm.model, self.arm.model.joint_names,
+                                  self.config.effort_limits, self.arm.order)
         limit_command(zero, zero.copy(), math.inf, self.config.effort_limits, self.arm.order,
                       Float64MultiArrayWriter(len(q)).data, np.zeros(len(q), bool))
 
@@ -370,7 +398,43 @@ class DynamicsController(ArmNode):
 
     def on_serialized_joint_state(self, data):
         """A JointState's CDR bytes (the fast path): the command goes out serialized."""
-        self.on_state(self.reader.read_cdr, data, True)
+        if not self.run_cycle(data):
+            self.on_state(self.reader.read_cdr, data, True)
+
+    def run_cycle(self, data):
+        """The state through the compiled cycle, if it serves it; False: it left it untouched.
+
+        It serves a state while commanding in its configuration (``compiled_cycle``), with no
+        collision latched and no trajectory on PFL's scaled clock, stamped in order; it does
+        what ``on_state`` does for such a state.
+        """
+        cycle, limiter = self.cycle, self.limiter
+        if cycle is None or not self.commanding or self.collision.event is not None \
+                or limiter.enabled or limiter.reference is not None or len(data) < 12:
+            return False
+        received = time.perf_counter()
+        sec, nanosec = STAMP.unpack_from(data, 4)
+        t, now = sec + 1e-9 * nanosec, self.monotonic()
+        if not t or t < self.t_last or \
+                t - self.t_last > now - self.last_state + self.values['state_timeout']:
+            return False
+        reference, pending = self.reference, self.pending
+        if pending is not None and t >= pending.start:
+            reference, pending = pending, None
+        stamp = sec * 10**9 + nanosec
+        status = cycle.run(data, reference.sample(t) if cycle.law else None,
+                           self.effort_step(now, stamp))
+        if status < 0:
+            return False
+        q, v, effort = cycle.state()
+        self.diagnostics.received()
+        self.serialized, self.last_state, self.t_last, self.q_last = True, now, t, q
+        if cycle.law == command_cycle.COMPUTED_TORQUE:
+            self.reference, self.pending, limiter.state = reference, pending, (q, v)
+        self.identification.add(q, v, effort)
+        self.published(status, now, stamp)
+        self.diagnostics.time(time.perf_counter() - received, time.time() - t)
+        return True
 
     def on_state(self, read, msg, serialized):
         """One joint state, read by ``read``: checks, control law, command (both paths)."""
@@ -553,18 +617,28 @@ class DynamicsController(ArmNode):
         """
         tau = self.config.profile.command(q, tau)
         now = self.monotonic()
-        dt = now - (self.published_at or now)
-        if stamp is not None and self.stamp_published is not None:
-            dt = min(max(1e-9 * (stamp - self.stamp_published), dt), dt + RATE_SLACK)
-        step = (math.inf if self.published_at is None
-                else self.config.max_effort_rate * max(dt, 0.0))
-        status = limit_command(tau, self.tau_last, step, self.config.effort_limits,
-                               self.arm.order, self.writer.data, self.clamped)
+        status = limit_command(tau, self.tau_last, self.effort_step(now, stamp),
+                               self.config.effort_limits, self.arm.order, self.writer.data,
+                               self.clamped)
         if status == NON_FINITE:
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error(f'non-finite effort {tau}: not published',
                                     throttle_duration_sec=1.0)
             return False
+        self.published(status, now, stamp)
+        return True
+
+    def effort_step(self, now, stamp):
+        """The rate limit's largest step of each command from the last (module docstring)."""
+        if self.published_at is None:
+            return math.inf
+        dt = now - self.published_at
+        if stamp is not None and self.stamp_published is not None:
+            dt = min(max(1e-9 * (stamp - self.stamp_published), dt), dt + RATE_SLACK)
+        return self.config.max_effort_rate * max(dt, 0.0)
+
+    def published(self, status, now, stamp):
+        """Publish the limited command in ``writer`` (``limit_command``'s status) and count it."""
         if status & RATE_LIMITED:
             self.diagnostics.count('rate_limited_commands')
         if status & CLAMPED:
@@ -579,7 +653,6 @@ class DynamicsController(ArmNode):
         self.diagnostics.count('commands')
         self.published_at, self.stamp_published = now, stamp
         self.commanding = True
-        return True
 
     def check_stale(self):
         """After state_timeout without states: ramp to τ = g(q_last), then stop (20 ms timer)."""

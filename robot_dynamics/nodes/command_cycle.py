@@ -1,0 +1,101 @@
+"""dynamics_controller's compiled cycle: a serialized JointState in, the limited command out.
+
+One compiled call per joint state does what the plain path does in several Python steps for
+the common case: read the state (``cdr.read_state``), compute gravity compensation τ = g(q) or
+computed torque τ = rnea(q, q̇, q̈_d + K_p e + K_d ė + z) (``commanded_acceleration``), then rate
+limit and clamp it into the serialized command (``limit_command``). The kernels are the ones
+the plain path calls, so the two give the same bits. Whatever the cycle does not handle (a
+state it cannot read, a torque that is not finite), it leaves untouched for the plain path:
+see ``CommandCycle.run``.
+"""
+import numpy as np
+
+from robot_dynamics.core._jit import jit
+from robot_dynamics.core.algorithms.computed_torque import commanded_acceleration
+from robot_dynamics.core.algorithms.rnea import gravity_state, rnea_state
+from robot_dynamics.core.arguments import workspace
+from robot_dynamics.core.limits import NON_FINITE, limit_command
+
+from .cdr import COUNTS, OK, read_state
+
+GRAVITY, COMPUTED_TORQUE = 0, 1   # the law
+PLAIN = -2                        # the state is the plain path's to read
+
+
+@jit
+def command_cycle(buf, ref, cfg, state, info, law, table, ws, reference, gains, z, continuous,
+                  acceleration, tau, previous, step, limits, order, out, clamped):
+    """PLAIN, NON_FINITE, or limit_command's status with the command in ``out``.
+
+    buf: the message's bytes; ref, cfg, state, info: the reader's arrays (state: q, q̇, effort
+    in model order after the call); reference: q_d, q̇_d, q̈_d; gains: K_p, K_d. Nothing but
+    the reader's arrays and scratch is written unless the command is.
+    """
+    if read_state(buf, ref, cfg, state, info) != OK:
+        return PLAIN
+    q, v = state[0], state[1]
+    if law == GRAVITY:
+        gravity_state(table, q, ws, tau)
+    else:
+        if info[COUNTS + 1] == 0:   # no velocities: the plain path says why it cannot
+            return PLAIN
+        commanded_acceleration(q, v, reference[0], reference[1], reference[2], gains[0],
+                               gains[1], z, continuous, acceleration)
+        rnea_state(table, q, v, acceleration, None, ws, tau)
+    return limit_command(tau, previous, step, limits, order, out, clamped)
+
+
+class CommandCycle:
+    """The compiled cycle's arrays for one configuration of the controller.
+
+    ``law`` GRAVITY (a GravityCompensation without friction compensation) or COMPUTED_TORQUE
+    (a ComputedTorque, whose integral z it reads); ``reader`` the controller's
+    CdrJointStateReader; ``previous``, ``out``, ``clamped``: the controller's last command, its
+    serialized data and clamped mask (limit_command's).
+    """
+
+    def __init__(self, law, control, reader, effort_limits, order, previous, out, clamped):
+        model = control.model
+        self.law, self.control, self.reader = law, control, reader
+        self.table, self.ws = model.table, workspace(model, control._data)
+        self.reference, self.gains = np.zeros((3, model.nv)), np.zeros((2, model.nv))
+        if law == COMPUTED_TORQUE:
+            self.gains[:] = control.kp, control.kd
+        self.continuous = model.continuous
+        self.acceleration, self.tau = np.zeros(model.nv), np.zeros(model.nv)
+        self.limits, self.order = effort_limits, order
+        self.previous, self.out, self.clamped = previous, out, clamped
+
+    def run(self, data, reference, step):
+        """The status of ``command_cycle`` on the bytes ``data``; reference (q_d, q̇_d, q̈_d)."""
+        if self.law == COMPUTED_TORQUE:
+            self.reference[0], self.reference[1], self.reference[2] = reference
+            z = self.control._z
+        else:
+            z = self.acceleration
+        ref, cfg, state, info = self.reader.arrays
+        return command_cycle(np.frombuffer(data, np.uint8), ref, cfg, state, info, self.law,
+                             self.table, self.ws, self.reference, self.gains, z,
+                             self.continuous, self.acceleration, self.tau, self.previous, step,
+                             self.limits, self.order, self.out, self.clamped)
+
+    def state(self):
+        """(q, q̇, effort) read by the last successful run (copies; q̇ or effort None if absent)."""
+        _, _, state, info = self.reader.arrays
+        counts = info[COUNTS:COUNTS + 3]
+        return tuple(state[f].copy() if counts[f] else None for f in range(3))
+
+
+def warm_up(model, joint_names, effort_limits, order):
+    """Compile (or load) the kernel: a state of zeros through both laws, arrays typed as in use."""
+    from robot_dynamics.core.control import ComputedTorque, GravityCompensation
+    from .cdr import CdrJointStateReader, Float64MultiArrayWriter, serialized_zero_state
+    data, n = serialized_zero_state(joint_names), model.nv
+    reader = CdrJointStateReader(joint_names)
+    reader.read_cdr(data)   # maps the names (plain read)
+    zero = np.zeros(n)
+    for law, control in ((GRAVITY, GravityCompensation(model)),
+                         (COMPUTED_TORQUE, ComputedTorque(model, 1.0, 1.0))):
+        cycle = CommandCycle(law, control, reader, effort_limits, order, zero.copy(),
+                             Float64MultiArrayWriter(n).data, np.zeros(n, bool))
+        cycle.run(data, (zero, zero, zero), np.inf)
