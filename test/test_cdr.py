@@ -5,12 +5,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
+from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from robot_dynamics.core._jit import jit
 from robot_dynamics.nodes.cdr import OK, CdrJointStateReader, Float64MultiArrayWriter, \
-    JointStateWriter, parse_joint_state, read_state
+    JointStateWriter, WrenchStampedWriter, parse_joint_state, read_float64_array, read_state
 from robot_dynamics.nodes.joint_states import BadInput, JointStateReader
 
 pytestmark = pytest.mark.nojit
@@ -203,3 +204,42 @@ def test_joint_state_writer_gives_what_rclpy_gives(names, sec, nanosec, data):
         for field, x in zip((msg.position, msg.velocity, msg.effort), values):
             assert np.array_equal(np.array(field), x, equal_nan=True)
         values = [x[::-1].copy() for x in values]
+
+
+@given(st.lists(st.floats(allow_nan=True), max_size=12), st.integers(0, 2))
+@settings(max_examples=100, deadline=None, database=None, derandomize=True)
+def test_float64_array_read_as_rclpy_reads_it(values, dims):
+    """Read in place (empty layout) or through rclpy (a layout): the values rclpy gives."""
+    msg = Float64MultiArray(data=values)
+    msg.layout.dim = [MultiArrayDimension(label='joints' * k, size=len(values), stride=1)
+                      for k in range(dims)]
+    msg.layout.data_offset = dims
+    read = read_float64_array(serialize_message(msg))
+    assert read.dtype == np.float64 and np.array_equal(read, values, equal_nan=True)
+    writer = Float64MultiArrayWriter(len(values))
+    assert np.array_equal(read_float64_array(writer.serialized(values)), values, equal_nan=True)
+
+
+@given(st.lists(NAME_TEXT, min_size=1, max_size=5, unique=True),
+       st.lists(st.floats(allow_nan=True), min_size=5, max_size=5))
+@settings(max_examples=40, deadline=None, database=None, derandomize=True)
+def test_joint_state_writer_of_efforts_only(names, values):
+    n = len(names)
+    msg = deserialize_message(JointStateWriter(names, ('effort',)).serialized(
+        3, 4, np.array(values[:n])), JointState)
+    assert list(msg.name) == names and len(msg.position) == len(msg.velocity) == 0
+    assert np.array_equal(np.array(msg.effort), values[:n], equal_nan=True)
+
+
+@given(NAME_TEXT, st.integers(-2**31, 2**31 - 1), st.integers(0, 10**9 - 1),
+       st.lists(st.floats(allow_nan=True), min_size=6, max_size=6))
+@settings(max_examples=60, deadline=None, database=None, derandomize=True)
+def test_wrench_writer_gives_what_rclpy_gives(frame, sec, nanosec, wrench):
+    """(moment, force) in, the message's force and torque out; every frame_id length."""
+    writer = WrenchStampedWriter(frame)
+    msg = deserialize_message(writer.serialized(sec, nanosec, np.array(wrench)), WrenchStamped)
+    w = msg.wrench
+    assert (msg.header.stamp.sec, msg.header.stamp.nanosec, msg.header.frame_id) == \
+        (sec, nanosec, frame)
+    assert np.array_equal([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z],
+                          wrench, equal_nan=True)

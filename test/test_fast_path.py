@@ -6,12 +6,14 @@ rclpy's ``serialize_message`` makes of them (``on_serialized_joint_state``, what
 subscription hands over). Every published command must be the same to the bit, and so must the
 counters, the warnings (rejection reasons) and the samples kept for payload identification.
 In computed torque and in gravity compensation the fast path's states go through the compiled
-cycle (nodes/command_cycle.py), all but the first of a smooth motion. Sequences: a smooth motion
-along a trajectory, and fuzzed ones (reordered, partial, extra and
+cycle (nodes/command_cycle.py), all but the first of a smooth motion; the estimator's through
+its own (nodes/estimator_cycle.py), all but the first (which anchors the observer).
+Sequences: a smooth motion along a trajectory, and fuzzed ones (reordered, partial, extra and
 repeated joints, NaN/Inf, missing or short fields, stamps unset, stale, out of order or jumping
 ahead, time passing beyond state_timeout, parameter changes), in computed torque, gravity
-compensation with collision detection, and a task-space mode on a gravity-compensating arm.
-The wrench estimator likewise (its fast path reads; its two outputs stay messages).
+compensation (with and without collision detection), and a task-space mode on a
+gravity-compensating arm.
+The wrench estimator likewise (its fast path reads, and publishes both outputs serialized).
 """
 import copy
 import math
@@ -23,6 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message, serialize_message
+from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -31,6 +34,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.command_cycle import CommandCycle
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
+from robot_dynamics.nodes.estimator_cycle import EstimatorCycle
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import session, to_duration, to_time
 
@@ -142,8 +146,14 @@ class EstimatorTwin(Twin):
         super().__init__(overrides, WrenchEstimator, ESTIMATOR_PARAMS)
 
     def spy(self, node, outputs):
-        for publisher in (node.torque_publisher, node.wrench_publisher):
-            publisher.publish = lambda m: outputs.append(copy.deepcopy(m))
+        fast = node.get_namespace() == '/fast'
+
+        def publish(message, kind):   # the fast path's outputs are bytes, the plain's messages
+            assert isinstance(message, bytes) == fast
+            outputs.append(deserialize_message(message, kind) if fast else copy.deepcopy(message))
+        for publisher, kind in ((node.torque_publisher, JointState),
+                                (node.wrench_publisher, WrenchStamped)):
+            publisher.publish = lambda m, kind=kind: publish(m, kind)
 
     def wait(self, seconds):
         self.clock += seconds
@@ -185,13 +195,14 @@ def test_a_motion_gives_the_same_commands(ros, config):
     """A smooth motion (with a trajectory to track) at 1 kHz: the compiled reader reads it."""
     twin = Twin(CONFIGS[config]) if config in CONFIGS else EstimatorTwin({})
     rng = np.random.default_rng(1)
-    statuses, run = [], CommandCycle.run
+    cycle = CommandCycle if config in CONFIGS else EstimatorCycle
+    statuses, run = [], cycle.run
 
-    def counted(cycle, *args):
-        statuses.append(run(cycle, *args))
+    def counted(self, *args):
+        statuses.append(run(self, *args))
         return statuses[-1]
     try:
-        with mock.patch.object(CommandCycle, 'run', counted):
+        with mock.patch.object(cycle, 'run', counted):
             for k in range(300):
                 t = 1e-3 * k
                 q = POSE + 0.05 * np.sin(2 * math.pi * t + np.arange(7))
@@ -203,8 +214,8 @@ def test_a_motion_gives_the_same_commands(ros, config):
                                        [*effort[order], 0.0], twin.now()))
                 if k == 20 and config in CONFIGS:
                     twin.trajectory(trajectory(twin.now()))
-        compiled = config in ('computed_torque', 'gravity_compensation')
-        assert len(statuses) == (299 if compiled else 0) and min(statuses, default=0) >= 0
+        served = {'computed_torque': 299, 'gravity_compensation': 299, 'wrench_estimator': 299}
+        assert len(statuses) == served.get(config, 0) and min(statuses, default=0) >= 0
         assert len(twin.commands[0]) == 300 * (1 if config in CONFIGS else 2)
         assert twin.nodes[1].reader.plain_reads == 1   # the first: its names mapped, then compiled
     finally:

@@ -124,6 +124,15 @@ def damping_value(damping, name='damping'):
     return value
 
 
+@jit
+def all_finite(x):
+    """Whether every element of the 1-D float array x is finite, in one compiled loop."""
+    for i in range(x.size):
+        if not x[i] - x[i] == 0.0:
+            return False
+    return True
+
+
 def joint_vector(model, x, name):
     """x as a float (nv,) array, or a ValueError naming the expected shape."""
     x = np.asarray(x, dtype=float)

@@ -9,14 +9,14 @@ from .algorithms.computed_torque import commanded_acceleration
 from .algorithms.crba import mass_matrix
 from .algorithms.friction import joint_friction, sign_friction
 from .algorithms.rnea import gravity, rnea
-from .arguments import joint_vector
+from .arguments import all_finite, joint_vector
 from .model import Data
 
 
 def finite_joint_vector(model, x, name):
     """x as a finite float (nv,) array, or a ValueError naming it."""
     x = joint_vector(model, x, name)
-    if not np.isfinite(x).all():
+    if not all_finite(x):
         raise ValueError(f"{name} contains NaN or Inf: {x}")
     return x
 

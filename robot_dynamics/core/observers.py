@@ -14,11 +14,9 @@ advanced exactly for u held over the step: r₁ = e^(−K dt) r₀ + (1 − e^(�
 """
 import numpy as np
 
-from .algorithms.coriolis import coriolis_matrix
 from .algorithms.crba import mass_matrix
-from .algorithms.friction import joint_friction
 from .algorithms.jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian
-from .algorithms.rnea import gravity
+from .algorithms.momentum import advance_residual, damped_wrench, momentum_terms
 from .control import finite_joint_vector, joint_gains
 from .model import Data
 
@@ -55,6 +53,20 @@ class MomentumObserver:
             raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
         self._model, self._data, self._anchor = model, Data(model), None
 
+    @property
+    def data(self):
+        """The observer's Data (workspace) for its model."""
+        return self._data
+
+    @property
+    def anchor(self):
+        """(p, β) at the previous sample (β None after ``reset``); None before the first."""
+        return self._anchor
+
+    def take_step(self, p, beta, residual):
+        """Take a step computed elsewhere with update's kernels (a node's compiled cycle)."""
+        self._anchor, self.residual = (p, beta), residual
+
     def reset(self, q, v):
         """Restart the integral at the current momentum, with r = 0 (the bias is kept)."""
         m = self._model
@@ -71,15 +83,13 @@ class MomentumObserver:
         m, data = self._model, self._data
         q, v = finite_joint_vector(m, q, "q"), finite_joint_vector(m, v, "v")
         tau = finite_joint_vector(m, tau, "tau")
-        p = mass_matrix(m, q, data) @ v
-        beta = (tau + coriolis_matrix(m, q, v, data).T @ v - gravity(m, q, data)
-                - joint_friction(m, v))
+        p, beta = momentum_terms(m, q, v, tau, data)
         if self._anchor is not None and 0.0 < dt <= self.max_dt:
-            p0, beta0 = self._anchor
-            beta_mean = beta if beta0 is None else 0.5 * (beta + beta0)
-            u = (p - p0) / dt - beta_mean
-            decay = np.exp(-self._gain * dt)
-            self.residual = decay * self.residual + (1.0 - decay) * u
+            p0, beta0 = self._anchor   # β₀ None after reset: the rectangle rule, β̄ = β
+            residual = np.empty(m.nv)
+            advance_residual(p, beta, p0, beta if beta0 is None else beta0, float(dt),
+                             self._gain, self.residual, residual)
+            self.residual = residual
         self._anchor = p, beta
         return self.residual - self.bias
 
@@ -108,5 +118,4 @@ def wrench_from_torques(model, q, tau_ext, frame, reference=LOCAL_WORLD_ALIGNED,
         raise ValueError(f"damping must be >= 0, got {damping}")
     if damping == 0:
         return np.linalg.lstsq(J.T, tau_ext, rcond=None)[0]
-    s2, U = np.linalg.eigh(J @ J.T)  # J Jᵀ = U diag(σ²) Uᵀ
-    return U @ ((U.T @ (J @ tau_ext)) / (s2 + damping**2 * s2[-1]))
+    return damped_wrench(J, tau_ext, float(damping))

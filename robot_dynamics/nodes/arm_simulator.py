@@ -42,8 +42,9 @@ torque_minus_gravity the joint torque less g_robot(q).
 (force and moment about the tip origin in base axes) or the tip link (tip axes); it stays until
 replaced (send zeros to remove it).
 Fast path (``fast_path``, default true): joint_states go out pre-serialized, one buffer filled in
-place each step (robot_dynamics.nodes.cdr.JointStateWriter); false: as a message rclpy
-serializes. The values are the same.
+place each step (robot_dynamics.nodes.cdr.JointStateWriter), and commands are read from their
+bytes (``cdr.read_float64_array``); false: rclpy serializes and deserializes them. The values are
+the same.
 """
 import dataclasses
 import time
@@ -58,7 +59,7 @@ from robot_dynamics.core.control import clamp_effort
 from robot_dynamics.simulation import ENGINES, simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
-from .cdr import JointStateWriter
+from .cdr import JointStateWriter, read_float64_array
 from .diagnostics import Percentiles
 from .arm import ArmBuilder
 from .joint_states import COMMAND_QOS, to_array
@@ -116,7 +117,8 @@ class ArmSimulator(ArmNode):
         Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
               range=(0.1, 3600.0)),
         Param('fast_path', True, 'bool', 'joint_states published pre-serialized (one buffer '
-              'filled in place); false: as a message rclpy serializes (the same values)',
+              'filled in place) and commands read from their bytes; false: rclpy serializes '
+              'and deserializes them (the same values)',
               read_only=True),
     ) + profiles.PARAMS + PLANT_PARAMS
 
@@ -128,8 +130,10 @@ class ArmSimulator(ArmNode):
         self.dt = 1.0 / self.values['rate']   # before load_model: apply() builds the engine
         self.braked = self.values['brakes']
         self.publisher = self.create_publisher(JointState, 'joint_states', COMMAND_QOS)
+        raw = self.values['fast_path']
         self.create_subscription(Float64MultiArray, 'effort_controller/commands',
-                                 self.on_command, COMMAND_QOS)
+                                 self.on_serialized_command if raw else self.on_command,
+                                 COMMAND_QOS, raw=raw)
         self.create_subscription(WrenchStamped, '~/external_wrench', self.on_wrench, 10)
         self.diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.loop_latency = Percentiles(('loop_latency',), size=2000)
@@ -186,9 +190,17 @@ class ArmSimulator(ArmNode):
 
     # -- inputs --------------------------------------------------------------------------------
     def on_command(self, msg):
+        """A deserialized command (the plain path)."""
+        self.command(np.array(msg.data, dtype=float))
+
+    def on_serialized_command(self, data):
+        """A command's CDR bytes (the fast path)."""
+        self.command(read_float64_array(data))
+
+    def command(self, tau):
+        """The effort command τ (joints order) from now on, if it is one."""
         if self.config is None:
             return
-        tau = np.array(msg.data, dtype=float)
         if tau.shape != (self.arm.model.nv,) or not np.isfinite(tau).all():
             self.get_logger().warning(f'command ignored: needs {self.arm.model.nv} finite '
                                       f'values, got {tau.tolist()}', throttle_duration_sec=1.0)

@@ -254,28 +254,75 @@ def warm_up(joint_names):
 class JointStateWriter:
     """A serialized sensor_msgs/JointState with fixed names and n values per field, made once.
 
-    The bytes are rclpy's ``serialize_message`` of the message with zeros; ``serialized`` writes
-    the stamp and the three arrays in place (their offsets found by the compiled reader's
-    ``_layout``) and returns the message as bytes, for a publisher of JointState.
+    The bytes are rclpy's ``serialize_message`` of the message with zeros in ``fields`` (the
+    others empty); ``serialized`` writes the stamp and those arrays in place (their offsets
+    found by the compiled reader's ``_layout``) and returns the message as bytes, for a
+    publisher of JointState.
     """
 
-    def __init__(self, names):
+    def __init__(self, names, fields=JointStateReader.FIELDS):
         from rclpy.serialization import serialize_message
         from sensor_msgs.msg import JointState
         zero = [0.0] * len(names)
         self.buffer = bytearray(serialize_message(JointState(
-            name=list(names), position=zero, velocity=zero, effort=zero)))
+            name=list(names), **{f: zero for f in fields})))
         info = np.zeros(INFO, np.int64)
         _layout(np.frombuffer(bytes(self.buffer), np.uint8), info)
         self.fields = [np.frombuffer(self.buffer, np.float64, count=len(names),
-                                     offset=int(info[OFFSETS + f])) for f in range(3)]
+                                     offset=int(info[OFFSETS + f]))
+                       for f, name in enumerate(JointStateReader.FIELDS) if name in fields]
 
-    def serialized(self, sec, nanosec, position, velocity, effort):
-        """The message stamped (sec, nanosec) with these values, as bytes."""
+    def serialized(self, sec, nanosec, *values):
+        """The message stamped (sec, nanosec) with these values (one per field), as bytes.
+
+        Without values, those already in ``fields``.
+        """
         self.buffer[4:12] = struct.pack('<iI', sec, nanosec)
-        for field, values in zip(self.fields, (position, velocity, effort)):
-            field[:] = values
+        for field, x in zip(self.fields, values):
+            field[:] = x
         return bytes(self.buffer)
+
+
+class WrenchStampedWriter:
+    """A serialized geometry_msgs/WrenchStamped with a fixed frame_id, made once.
+
+    ``serialized(sec, nanosec, wrench)`` writes the stamp and the wrench, given as (moment,
+    force) like the core's, into the message's (force, torque) and returns the bytes.
+    """
+
+    def __init__(self, frame_id):
+        from rclpy.serialization import serialize_message
+        from geometry_msgs.msg import WrenchStamped
+        msg = WrenchStamped()
+        msg.header.frame_id = frame_id
+        self.buffer = bytearray(serialize_message(msg))
+        at = int(_align(_string_end(np.frombuffer(bytes(self.buffer), np.uint8), 12), 8))
+        self.values = np.frombuffer(self.buffer, np.float64, count=6, offset=at)
+
+    def serialized(self, sec, nanosec, wrench=None):
+        """The message stamped (sec, nanosec) with this wrench (None: that in ``values``)."""
+        self.buffer[4:12] = struct.pack('<iI', sec, nanosec)
+        if wrench is not None:
+            self.values[:3], self.values[3:] = wrench[3:], wrench[:3]
+        return bytes(self.buffer)
+
+
+def read_float64_array(data):
+    """The values of a serialized std_msgs/Float64MultiArray, float64 (maybe a read-only view).
+
+    Read in place when the layout is empty and the bytes are little-endian XCDR1 (what
+    ``Float64MultiArrayWriter`` and rclpy make), else through rclpy's ``deserialize_message``.
+    """
+    if len(data) >= 16 and data[:2] == b'\x00\x01':
+        dims, _, count = FLOAT64_ARRAY_HEADER.unpack_from(data, 4)
+        if dims == 0 and len(data) >= Float64MultiArrayWriter.HEADER + 8 * count:
+            return np.frombuffer(data, np.float64, count, Float64MultiArrayWriter.HEADER)
+    from rclpy.serialization import deserialize_message
+    from std_msgs.msg import Float64MultiArray
+    return np.array(deserialize_message(data, Float64MultiArray).data, dtype=float)
+
+
+FLOAT64_ARRAY_HEADER = struct.Struct('<3I')   # dim count, data_offset, data count
 
 
 class Float64MultiArrayWriter:

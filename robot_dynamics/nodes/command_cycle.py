@@ -14,7 +14,7 @@ from robot_dynamics.core._jit import jit
 from robot_dynamics.core.algorithms.computed_torque import commanded_acceleration
 from robot_dynamics.core.algorithms.rnea import gravity_state, rnea_state
 from robot_dynamics.core.arguments import workspace
-from robot_dynamics.core.limits import NON_FINITE, limit_command
+from robot_dynamics.core.limits import limit_command
 
 from .cdr import COUNTS, OK, read_state
 

@@ -1,10 +1,11 @@
 """Reading and writing messages: QoS profiles, JointState -> model-order vectors, float arrays."""
 import array
-import math
 
 import numpy as np
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
+
+from robot_dynamics.core import arguments
 
 # Commands: reliable, so ros2_control's JointGroupEffortController (SystemDefaultsQoS) matches.
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -95,8 +96,8 @@ class JointStateReader:
 
 
 def all_finite(x):
-    """No NaN or Inf in a short vector (a Python sum is cheaper than numpy for a few values)."""
-    return math.isfinite(sum(x.tolist()))
+    """No NaN or Inf in x, an array or a sequence of numbers (the core's compiled check)."""
+    return arguments.all_finite(np.asarray(x, dtype=float).reshape(-1))
 
 
 def to_array(x):

@@ -27,9 +27,12 @@ event is latched on ``~/collision`` and /diagnostics until ``~/reset``. Reported
 reaction is the controller's business.
 
 Fast path (``fast_path``, default true): joint_states read from their CDR bytes by the compiled
-``CdrJointStateReader``, as in the controller; false: deserialized by rclpy (the same estimates).
+``CdrJointStateReader``, as in the controller, and both outputs published pre-serialized
+(``cdr.JointStateWriter``, ``cdr.WrenchStampedWriter``); false: rclpy deserializes and serializes
+them (the same estimates).
 """
 import dataclasses
+import struct
 import time
 
 import numpy as np
@@ -40,7 +43,7 @@ from std_srvs.srv import Trigger
 import robot_dynamics as rd
 from robot_dynamics.core.observers import MomentumObserver
 
-from . import cdr, contact_safety, payload, profiles
+from . import cdr, contact_safety, estimator_cycle, payload, profiles
 from .joint_states import BadInput, state_qos, to_array
 from .node import ArmNode, main as run_node
 from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
@@ -48,6 +51,7 @@ from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_h
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
+STAMP = struct.Struct('<iI')   # a serialized header's stamp, after the encapsulation header
 COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular',
             'collisions')
 
@@ -79,7 +83,7 @@ class WrenchEstimator(ArmNode):
     ) + profiles.PARAMS + contact_safety.ESTIMATOR_PARAMS
 
     def __init__(self, **options):
-        self.config = self.observer = self.reader = None
+        self.config = self.observer = self.reader = self.cycle = None
         self.last_stamp = self.q_last = None
         self.conditioning, self.checked_at = None, -np.inf
         self.residual = StaticResidual()
@@ -126,6 +130,14 @@ class WrenchEstimator(ArmNode):
         self.torques = JointState(name=list(self.arm.joints))
         self.wrench = WrenchStamped()
         self.wrench.header.frame_id = config.frame
+        self.writers = (cdr.JointStateWriter(self.arm.joints, ('effort',)),
+                        cdr.WrenchStampedWriter(config.frame))
+        self.cycle = None
+        if self.values['fast_path'] and not self.arm.model.mimic and \
+                config.profile.measured_effort == profiles.TORQUE:
+            self.cycle = estimator_cycle.EstimatorCycle(
+                self.observer, self.reader, self.writers, self.arm.model.tip,
+                config.reference, config.damping, self.arm.order)
 
     def max_gap(self, config):
         """Longest step the observer integrates: state_timeout, collision.max_gap if detecting."""
@@ -141,16 +153,49 @@ class WrenchEstimator(ArmNode):
         observer.wrench(q, observer.update(q, zero, zero, 1e-3), m.tip, self.config.reference,
                         self.config.damping)
         cdr.warm_up(m.joint_names)
+        if self.cycle is not None:
+            estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame,
+                                    self.config.reference, self.arm.order)
 
     def on_joint_state(self, msg):
-        """A deserialized JointState (the plain path)."""
-        self.on_state(self.reader.read_stamped, msg)
+        """A deserialized JointState (the plain path): the outputs go out as messages."""
+        self.on_state(self.reader.read_stamped, msg, False)
 
     def on_serialized_joint_state(self, data):
-        """A JointState's CDR bytes (the fast path)."""
-        self.on_state(self.reader.read_cdr, data)
+        """A JointState's CDR bytes (the fast path): the outputs go out serialized."""
+        if not self.run_cycle(data):
+            self.on_state(self.reader.read_cdr, data, True)
 
-    def on_state(self, read, msg):
+    def run_cycle(self, data):
+        """The state through the compiled cycle, if it serves it; False: it left it untouched.
+
+        It serves a state that continues the observer's integration (the previous one accepted,
+        0 < dt <= the longest step), measured as joint torques on a model without mimic joints,
+        and does what ``on_state`` does for it.
+        """
+        anchor = self.observer.anchor if self.cycle is not None else None
+        if anchor is None or anchor[1] is None or self.last_stamp is None or len(data) < 12:
+            return False
+        received = time.perf_counter()
+        sec, nanosec = STAMP.unpack_from(data, 4)
+        stamp = sec + 1e-9 * nanosec
+        dt = stamp - self.last_stamp
+        if not (stamp and 0.0 < dt <= min(self.values['state_timeout'], self.observer.max_dt)):
+            return False
+        if self.cycle.run(data, dt) != cdr.OK:
+            return False
+        q, v, effort = self.cycle.state()
+        self.diagnostics.received()
+        self.last_stamp, self.q_last = stamp, q
+        self.check_singularity(q, v, effort)
+        torques, wrench = self.writers
+        self.torque_publisher.publish(torques.serialized(sec, nanosec))
+        self.wrench_publisher.publish(wrench.serialized(sec, nanosec))
+        self.detect(stamp, self.observer.residual - self.observer.bias, q)
+        self.diagnostics.time(time.perf_counter() - received)
+        return True
+
+    def on_state(self, read, msg, serialized):
         """One joint state, read by ``read``: observer, wrench, publication (both paths)."""
         received = time.perf_counter()
         self.diagnostics.received()
@@ -189,12 +234,16 @@ class WrenchEstimator(ArmNode):
             self.warn(f'joint_states overflowed the observer ({error}): restarted, not published')
             return
         self.check_singularity(q, v, effort)
-        self.publish(sec, nanosec, tau_ext, wrench)
+        self.publish(sec, nanosec, tau_ext, wrench, serialized)
+        self.detect(stamp, tau_ext, q)
+        self.diagnostics.time(time.perf_counter() - received)
+
+    def detect(self, stamp, tau_ext, q):
+        """The collision detector's sample (an event is reported), then the estimate counted."""
         if self.collision.update(stamp, tau_ext, q) is not None:
             self.diagnostics.count('collisions')
             self.get_logger().error(f'{self.collision.event} (reported; ~/reset to re-arm)')
         self.diagnostics.count('estimates')
-        self.diagnostics.time(time.perf_counter() - received)
 
     def check_singularity(self, q, v, effort):
         """Every 0.1 s: σ_min/σ_max of J (warn below SINGULAR) and the static residual."""
@@ -212,10 +261,17 @@ class WrenchEstimator(ArmNode):
                       ' wrench components along the singular directions are damped toward 0')
         self.residual.update(v, effort, rd.gravity(m, q))
 
-    def publish(self, sec, nanosec, tau_ext, wrench):
+    def publish(self, sec, nanosec, tau_ext, wrench, serialized):
+        """~/external_joint_torques and ~/wrench, stamped as the state: bytes or messages."""
+        tau_joints = self.arm.to_joints(tau_ext)
+        if serialized:
+            torques, wrench_writer = self.writers
+            self.torque_publisher.publish(torques.serialized(sec, nanosec, tau_joints))
+            self.wrench_publisher.publish(wrench_writer.serialized(sec, nanosec, wrench))
+            return
         for header in (self.torques.header, self.wrench.header):
             header.stamp.sec, header.stamp.nanosec = sec, nanosec
-        self.torques.effort = to_array(self.arm.to_joints(tau_ext))
+        self.torques.effort = to_array(tau_joints)
         self.torque_publisher.publish(self.torques)
         w = self.wrench.wrench
         (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench.tolist()
