@@ -11,10 +11,12 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
 from robot_dynamics.core.control import ComputedTorque, GravityCompensation
 from robot_dynamics.core.observers import MomentumObserver
+from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace, damping_matrix
 
 
 def panda_xml():
@@ -155,6 +157,40 @@ def test_controllers_and_observer_work_in_independent_coordinates():
         estimate = observer.update(q, np.zeros(8), rd.gravity(MODEL, q) - tau_ext, 0.01)
     close(estimate, tau_ext, 1e-9)
     close(observer.wrench(q, estimate, FRAME, damping=0.0), F, 1e-8)
+
+
+def test_task_space_laws_in_independent_coordinates():
+    """Both laws at the mimic finger recomposed from the model's J, M, g, h, J̇q̇ (all reduced)."""
+    (q,), (v,), (posture,) = states(1, seed=11)
+    rng = np.random.default_rng(11)
+    twist_d, accel_d, wrench_d = rng.normal(size=(3, 6))
+    T = rd.frame_pose(MODEL, q, FRAME)
+    T_d = T.copy()
+    T_d[:3, :3] = Rotation.from_rotvec([0.05, -0.02, 0.03]).as_matrix() @ T[:3, :3]
+    T_d[:3, 3] += [0.01, 0.02, -0.01]
+    e = np.concatenate([[0.05, -0.02, 0.03], [0.01, 0.02, -0.01]])
+    J, M = rd.frame_jacobian(MODEL, q, FRAME), rd.mass_matrix(MODEL, q)
+    Lambda = np.linalg.inv(J @ np.linalg.solve(M, J.T))
+    N = np.eye(8) - np.linalg.solve(M, J.T) @ Lambda @ J
+    e_dot, null = twist_d - J @ v, N.T @ (3.0 * (posture - q) - 0.5 * v)
+    gains = dict(frame=FRAME, nullspace_stiffness=3.0, nullspace_damping=0.5, posture=posture,
+                 singular_cutoff=0.0)
+    K = rng.uniform(10.0, 500.0, 6)
+    D = damping_matrix(Lambda, K, 0.8)
+    law = CartesianImpedance(MODEL, K, 0.8, **gains)
+    close(law(q, v, T_d, twist_d, wrench_d),
+          J.T @ (K * e + D @ e_dot + wrench_d) + null + rd.gravity(MODEL, q), 1e-9)
+    law.coriolis_compensation = True
+    close(law(q, v, T_d, twist_d, wrench_d),
+          J.T @ (K * e + D @ e_dot + wrench_d) + null + rd.nonlinear_effects(MODEL, q, v), 1e-9)
+    bias = rd.frame_bias_acceleration(MODEL, q, v, FRAME)
+    h = rd.nonlinear_effects(MODEL, q, v)
+    close(OperationalSpace(MODEL, K, 0.8, inertia_shaping=False, **gains)(
+        q, v, T_d, twist_d, accel_d, wrench_d),
+        J.T @ (Lambda @ (accel_d - bias) + K * e + D @ e_dot + wrench_d) + h + null, 1e-9)
+    a = accel_d + K * e + 2 * 0.8 * np.sqrt(K) * e_dot - bias
+    close(OperationalSpace(MODEL, K, 0.8, **gains)(q, v, T_d, twist_d, accel_d, wrench_d),
+          J.T @ (Lambda @ a + wrench_d) + h + null, 1e-9)
 
 
 def test_a_mimic_joint_is_refused_in_place_of_a_joint_argument_shape():

@@ -17,7 +17,9 @@ from random_trees import ARMS, PinocchioReference, assert_close, make_case, rand
 from robot_dynamics.core.algorithms.operational_space import (dynamically_consistent_inverse,
                                                               null_space_projector,
                                                               operational_space, pose_error,
-                                                              robust_inverse, rotation_log)
+                                                              robust_inverse,
+                                                              robust_inverse_eigen, rotation_log)
+from robot_dynamics.core.algorithms.task_law import modal_damping
 from robot_dynamics.core.task_control import damping_matrix
 
 TREES = ("chain-7-12", "tree-4-12", "subtree-5-9", "tilted-6-6", "tree-2-4")
@@ -203,3 +205,32 @@ def test_damping_matrix_places_every_mode_at_the_ratio():
     m, k = 3.0, 500.0    # a single mass: D = 2ζ√(mk)
     np.testing.assert_allclose(damping_matrix(m * np.eye(6), np.full(6, k), 0.7),
                                2 * 0.7 * np.sqrt(m * k) * np.eye(6), rtol=1e-12)
+
+
+@pytest.mark.parametrize("rank, damping, cutoff", [(6, 0.0, 0.0), (6, 0.05, 1e-6), (4, 0.0, 1e-6),
+                                                   (5, 0.02, 1e-3)])
+def test_modal_damping_from_the_mobility_eigenvectors(rank, damping, cutoff):
+    """The laws' D from Φ's eigenvectors: damping_matrix(Λ) at full rank, a closed form if cut.
+
+    With a cut-off: 2ζ U_r R (R⁻¹ U_rᵀ K U_r R⁻¹)^{1/2} R U_rᵀ, R = diag(√λ_r) on the kept
+    directions U_r (no damping in the cut ones), the root by scipy's sqrtm.
+    """
+    rng = np.random.default_rng(rank)
+    A = rng.normal(size=(6, rank))
+    Phi = A @ A.T + (0.1 * np.eye(6) if rank == 6 else 0.0)
+    K, zeta = rng.uniform(0.0, 1000.0, 6), 0.7
+    lam, U, condition = robust_inverse_eigen(Phi, damping, cutoff)
+    D = modal_damping(lam, U, K, zeta)
+    Lambda, expected_condition = robust_inverse(Phi, damping, cutoff)
+    np.testing.assert_allclose((U * lam) @ U.T, Lambda, rtol=1e-12, atol=1e-12 * abs(Lambda).max())
+    assert condition == expected_condition
+    if rank == 6:
+        assert_close(D, damping_matrix(Lambda, K, zeta), rtol=1e-10, label=None)
+        return
+    s, V = np.linalg.eigh(Phi)
+    kept = s > cutoff * s.max()
+    assert kept.sum() == rank
+    U_r, R = V[:, kept], np.diag(np.sqrt(1.0 / (s[kept] + damping)))
+    R_inv = np.linalg.inv(R)
+    C = scipy.linalg.sqrtm(R_inv @ U_r.T @ np.diag(K) @ U_r @ R_inv).real
+    assert_close(D, 2 * zeta * U_r @ R @ C @ R @ U_r.T, rtol=1e-10, label=None)

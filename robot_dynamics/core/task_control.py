@@ -17,26 +17,18 @@ dynamically consistent (e.g. 1 − J⁺ J) has J̄ᵀ Nᵀ ≠ 0 and lets the po
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from ._jit import jit
-from .algorithms.jacobians import frame_bias_acceleration, frame_pose
-from .algorithms.operational_space import cutoff_value, operational_space, pose_error
+from .algorithms import task_law
+from .algorithms.crba import mass_matrix
+from .algorithms.jacobians import (LOCAL_WORLD_ALIGNED, frame_bias_acceleration, frame_jacobian,
+                                   frame_pose)
+from .algorithms.operational_space import check_regular, cutoff_value, pose_error
 from .algorithms.rnea import gravity, nonlinear_effects
+from .algorithms.task_law import damping_kernel
 from .arguments import damping_value
-from .control import finite_joint_vector, joint_gains, position_error
+from .control import finite_joint_vector, joint_gains
 from .model import Data
 
 INF2 = (np.inf, np.inf)
-
-
-@jit
-def damping_kernel(Lambda, stiffness, damping_ratio):
-    """damping_matrix of a symmetric positive semidefinite Λ (6x6) and K's diagonal (6)."""
-    s, U = np.linalg.eigh(Lambda)
-    root = np.sqrt(np.maximum(s, 0.0))
-    inverse = np.where(root > 1e-12 * root.max(), 1.0 / np.maximum(root, 1e-300), 0.0)
-    S, S_pinv = (U * root) @ U.T, (U * inverse) @ U.T
-    w, V = np.linalg.eigh(S_pinv @ np.diag(stiffness) @ S_pinv)
-    return 2.0 * damping_ratio * (S @ ((V * np.sqrt(np.maximum(w, 0.0))) @ V.T) @ S)
 
 
 def damping_matrix(Lambda, stiffness, damping_ratio):
@@ -94,19 +86,6 @@ def check_velocity_limit(damping_ratio, max_velocity):
                          'damping (K e + D ė = D (v − ẋ))')
 
 
-def clip_norm(x, limit):
-    """x scaled down to norm ``limit`` if longer."""
-    norm = np.linalg.norm(x)
-    return x * (limit / norm) if norm > limit else x
-
-
-def clip_twist(x, limits):
-    """A 6-vector (angular, linear) with each part clipped: limits = (translation, rotation)."""
-    if np.isinf(limits).all():
-        return x
-    return np.concatenate([clip_norm(x[:3], limits[1]), clip_norm(x[3:], limits[0])])
-
-
 class TaskSpaceLaw:
     """Parameters, validation and the task-space terms both laws share (see the subclasses).
 
@@ -116,7 +95,8 @@ class TaskSpaceLaw:
     (translation m, rotation rad) clips |e| per part; ``max_velocity`` (m/s, rad/s) saturates the
     velocity the spring asks for, v = ẋ_d + D⁺ K e, per part (Khatib 1987's velocity limit:
     K e + D ė = D (v − ẋ) unsaturated). ``singular_damping`` and ``singular_cutoff`` make Λ
-    robust (robust_inverse); ``condition`` holds κ(J M⁻¹ Jᵀ) of the last call.
+    robust (robust_inverse); ``condition`` holds κ(J M⁻¹ Jᵀ) of the last call. A call is one
+    compiled kernel (algorithms/task_law.py) on the constants packed once (``constants``).
     """
 
     def __init__(self, model, stiffness, damping_ratio=1.0, frame=None, nullspace_stiffness=0.0,
@@ -129,6 +109,7 @@ class TaskSpaceLaw:
         self.posture, self.max_error, self.max_velocity = posture, max_error, max_velocity
         self.singular_damping, self.singular_cutoff = singular_damping, singular_cutoff
         self.condition = np.nan
+        self._packed = None
 
     @property
     def model(self):
@@ -232,30 +213,52 @@ class TaskSpaceLaw:
     def singular_cutoff(self, cutoff):
         self._singular_cutoff = cutoff_value(cutoff)
 
-    def task_terms(self, q, v, pose_d, twist_d):
-        """(TaskQuantities, e, ẋ, ė) at (q, q̇), e clipped to max_error."""
-        m = self._model
-        ts = operational_space(m, q, self._frame, self.singular_damping, self.singular_cutoff,
-                               self._data)
-        self.condition = float(ts.condition)
-        e = clip_twist(pose_error(pose_d, frame_pose(m, q, self._frame, self._data)),
-                       self._max_error)
-        x_dot = ts.J @ v
-        return ts, e, x_dot, twist_d - x_dot
+    def __setattr__(self, name, value):
+        """Setting a parameter drops the packed constants (``constants``)."""
+        super().__setattr__(name, value)
+        if name not in ('condition', '_packed'):
+            super().__setattr__('_packed', None)
 
-    def feedback(self, D, e, x_dot, twist_d):
-        """K e + D ė, as D (v − ẋ) with v = ẋ_d + D⁺ K e saturated when max_velocity is set."""
-        if np.isinf(self._max_velocity).all():
-            return self._stiffness * e + D @ (twist_d - x_dot)
-        v = clip_twist(twist_d + np.linalg.pinv(D) @ (self._stiffness * e), self._max_velocity)
-        return D @ (v - x_dot)
+    def constants(self):
+        """(gains, joint_gains, frame index): the parameters as task_law packs them, cached."""
+        if self._packed is None:
+            m = self._model
+            gains = np.concatenate([self._stiffness, [self._damping_ratio], self._max_error,
+                                    self._max_velocity, [self._singular_damping,
+                                                         self._singular_cutoff]])
+            posture = np.zeros(m.nv) if self._posture is None else self._posture
+            joint_gains_ = np.array([self._kn, self._dn, posture, m.continuous], dtype=float)
+            self._packed = gains, joint_gains_, m.frame_index(self._frame)
+        return self._packed
 
-    def null_space_torque(self, ts, q, v):
-        """Nᵀ τ_null, τ_null = K_n (q_n − q) − D_n q̇."""
+    def torque(self, q, v, pose_d, twist_d, accel_d, wrench_d):
+        """τ for float arrays already checked (``arguments``: the node's reader checks its own).
+
+        Without mimic joints one compiled call (task_law_kernel); with them the model terms are
+        computed here, in independent coordinates, and task_law_state does the rest.
+        """
         if self._posture is None:
-            self._posture = q.copy()
-        tau = self._kn * position_error(self._model, self._posture, q) - self._dn * v
-        return ts.N.T @ tau
+            self.posture = q
+        m, data, law = self._model, self._data, self.kind
+        gains, joint_gains_, f = self.constants()
+        target = np.concatenate([pose_d.reshape(16), twist_d, accel_d, wrench_d])
+        tau = np.empty(m.nv)
+        if m.mimic:
+            J = frame_jacobian(m, q, self._frame, LOCAL_WORLD_ALIGNED, data)
+            h = gravity(m, q, data) if law == task_law.IMPEDANCE else nonlinear_effects(m, q, v,
+                                                                                        data)
+            bias_acceleration = (frame_bias_acceleration(m, q, v, self._frame, data=data)
+                                 if law >= task_law.SHAPED else np.zeros(6))
+            condition = task_law.task_law_state(
+                law, J, mass_matrix(m, q, data), frame_pose(m, q, self._frame, data), h,
+                bias_acceleration, q, v, target, gains, joint_gains_, tau)
+        else:
+            condition = task_law.task_law_kernel(m.table, m.frames, f, law, q, v, data.ws,
+                                                 target, gains, joint_gains_, tau)
+        self.condition = condition
+        check_regular(condition < 1e12 or gains[task_law.DAMPING] > 0.0
+                      or gains[task_law.CUTOFF] > 0.0)
+        return tau
 
     def arguments(self, q, v, pose_d, twist_d, accel_d, wrench_d):
         """The call's arguments checked: q, q̇ (nv,), T_d 4x4 (a rotation), 6-vectors."""
@@ -290,14 +293,14 @@ class CartesianImpedance(TaskSpaceLaw):
 
     def __call__(self, q, v, pose_d, twist_d=None, wrench_d=None):
         """τ of the state (q, q̇) towards T_d (4x4 in the base frame), ẋ_d and F_d (6)."""
-        q, v, pose_d, twist_d, _, wrench_d = self.arguments(q, v, pose_d, twist_d, None,
-                                                            wrench_d)
-        ts, e, x_dot, _ = self.task_terms(q, v, pose_d, twist_d)
-        D = damping_matrix(ts.Lambda, self._stiffness, self._damping_ratio)
-        F = self.feedback(D, e, x_dot, twist_d) + wrench_d
-        bias = (nonlinear_effects(self._model, q, v, self._data) if self.coriolis_compensation
-                else gravity(self._model, q, self._data))
-        return ts.J.T @ F + self.null_space_torque(ts, q, v) + bias
+        q, v, pose_d, twist_d, accel_d, wrench_d = self.arguments(q, v, pose_d, twist_d, None,
+                                                                  wrench_d)
+        return self.torque(q, v, pose_d, twist_d, accel_d, wrench_d)
+
+    @property
+    def kind(self):
+        """The task_law code: IMPEDANCE, or IMPEDANCE_CORIOLIS with coriolis_compensation."""
+        return task_law.IMPEDANCE_CORIOLIS if self.coriolis_compensation else task_law.IMPEDANCE
 
 
 class OperationalSpace(TaskSpaceLaw):
@@ -321,14 +324,9 @@ class OperationalSpace(TaskSpaceLaw):
         """τ of (q, q̇) tracking T_d (4x4, base frame), ẋ_d, ẍ_d (classical) and F_d (6)."""
         q, v, pose_d, twist_d, accel_d, wrench_d = self.arguments(q, v, pose_d, twist_d, accel_d,
                                                                   wrench_d)
-        ts, e, x_dot, _ = self.task_terms(q, v, pose_d, twist_d)
-        bias_acceleration = frame_bias_acceleration(self._model, q, v, self._frame,
-                                                    data=self._data)
-        if self.inertia_shaping:
-            D = np.diag(2.0 * self._damping_ratio * np.sqrt(self._stiffness))
-            F = ts.Lambda @ (accel_d + self.feedback(D, e, x_dot, twist_d) - bias_acceleration)
-        else:
-            D = damping_matrix(ts.Lambda, self._stiffness, self._damping_ratio)
-            F = ts.Lambda @ (accel_d - bias_acceleration) + self.feedback(D, e, x_dot, twist_d)
-        return (ts.J.T @ (F + wrench_d) + nonlinear_effects(self._model, q, v, self._data)
-                + self.null_space_torque(ts, q, v))
+        return self.torque(q, v, pose_d, twist_d, accel_d, wrench_d)
+
+    @property
+    def kind(self):
+        """The task_law code: SHAPED with inertia_shaping, else UNSHAPED."""
+        return task_law.SHAPED if self.inertia_shaping else task_law.UNSHAPED

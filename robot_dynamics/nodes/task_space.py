@@ -50,6 +50,8 @@ TIP_POSE_PERIOD = 0.01   # s of the states' clock between ~/tip_pose messages (1
 CONDITION_WARNING = 1e6  # κ(J M⁻¹ Jᵀ) above: /diagnostics warns of a near-singular pose
 STREAM_PERIOD = 0.1      # s: stamped targets at most this far apart are a stream (ẋ_d)
 INF = float('inf')
+ZERO = np.zeros(6)
+ZERO.flags.writeable = False
 
 PARAMS = (
     Param('cartesian.stiffness', [1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0], 'double[]',
@@ -187,17 +189,21 @@ class TaskSpace:
             self.law.posture = q
 
     def control(self, q, v, t):
-        """τ of the active law at (q, q̇), g(q) included; g(q) and a hold if it is not finite."""
+        """τ of the active law at (q, q̇), g(q) included; g(q) and a hold if it is not finite.
+
+        q, q̇ come from the node's reader, finite; the targets are checked when they arrive: the
+        law's unchecked ``torque`` (core/task_control.py) serves them in one compiled call.
+        """
         if v is None:
             raise BadInput(f"{self.node.values['mode']} needs joint velocities")
         if self.pose_d is None:
             self._hold(q)
         try:
             pose_d, twist_d, accel_d = self.target(q, v, t)
-            if accel_d is not None and isinstance(self.law, OperationalSpace):
-                tau = self.law(q, v, pose_d, twist_d, accel_d, wrench_d=self.wrench_d)
-            else:
-                tau = self.law(q, v, pose_d, twist_d, wrench_d=self.wrench_d)
+            if accel_d is None or not isinstance(self.law, OperationalSpace):
+                accel_d = ZERO
+            tau = self.law.torque(q, v, pose_d, ZERO if twist_d is None else twist_d, accel_d,
+                                  self.wrench_d)
         except ValueError as error:
             raise BadInput(str(error)) from None
         if not all_finite(tau):

@@ -46,20 +46,33 @@ def cutoff_value(cutoff):
 
 
 @jit
-def robust_inverse_state(Phi, damping, cutoff, out):
-    """out = Φ⁺ of one symmetric positive semidefinite Φ (robust_inverse); returns κ(Φ)."""
+def robust_inverse_eigen(Phi, damping, cutoff):
+    """(λ, U, κ(Φ)): Φ⁺ = U diag(λ) Uᵀ of one symmetric positive semidefinite Φ (robust_inverse).
+
+    λ_r = 1 / (s_r + damping) where s_r > cutoff · s_max, else 0, for Φ = U diag(s) Uᵀ.
+    """
     s, U = np.linalg.eigh(Phi)
     s_max = s[-1]
-    for i in range(len(s)):
-        for j in range(len(s)):
-            out[i, j] = 0.0
+    lam = np.zeros(len(s))
     for r in range(len(s)):
         if s[r] > cutoff * s_max:
-            w = 1.0 / (s[r] + damping)
-            for i in range(len(s)):
-                for j in range(len(s)):
-                    out[i, j] += w * U[i, r] * U[j, r]
-    return s_max / s[0] if s[0] > 8 * 2.220446049250313e-16 * s_max else np.inf
+            lam[r] = 1.0 / (s[r] + damping)
+    return lam, U, (s_max / s[0] if s[0] > 8 * 2.220446049250313e-16 * s_max else np.inf)
+
+
+@jit
+def robust_inverse_state(Phi, damping, cutoff, out):
+    """out = Φ⁺ of one symmetric positive semidefinite Φ (robust_inverse); returns κ(Φ)."""
+    lam, U, condition = robust_inverse_eigen(Phi, damping, cutoff)
+    for i in range(len(lam)):
+        for j in range(len(lam)):
+            out[i, j] = 0.0
+    for r in range(len(lam)):
+        if lam[r] != 0.0:
+            for i in range(len(lam)):
+                for j in range(len(lam)):
+                    out[i, j] += lam[r] * U[i, r] * U[j, r]
+    return condition
 
 
 @jit
@@ -169,16 +182,21 @@ def rotation_log_kernel(R, out):
 
 
 @jit
+def pose_error_state(T_d, T, out):
+    """out = pose_error(T_d, T) of one pair of poses (4x4)."""
+    R = np.empty((3, 3))
+    for i in range(3):
+        for j in range(3):
+            R[i, j] = T_d[i, 0] * T[j, 0] + T_d[i, 1] * T[j, 1] + T_d[i, 2] * T[j, 2]
+        out[3 + i] = T_d[i, 3] - T[i, 3]
+    rotation_log_state(R, out[:3])
+
+
+@jit
 def pose_error_kernel(T_d, T, out):
     """out[k] = pose_error(T_d[k], T[k]) for T_d, T (n, 4, 4)."""
-    R = np.empty((3, 3))
     for k in range(T.shape[0]):
-        for i in range(3):
-            for j in range(3):
-                R[i, j] = (T_d[k, i, 0] * T[k, j, 0] + T_d[k, i, 1] * T[k, j, 1]
-                           + T_d[k, i, 2] * T[k, j, 2])
-            out[k, 3 + i] = T_d[k, i, 3] - T[k, i, 3]
-        rotation_log_state(R, out[k, :3])
+        pose_error_state(T_d[k], T[k], out[k])
 
 
 def rotation_log(R):
