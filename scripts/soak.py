@@ -52,6 +52,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup, run
 from robot_dynamics.core.robots import robot_urdf
 from robot_dynamics.nodes.contact_safety import EVENT_QOS
+from robot_dynamics.nodes.joint_states import wrench_message
 
 PAGE, TICK = os.sysconf('SC_PAGE_SIZE'), os.sysconf('SC_CLK_TCK')
 DETECTORS = ('dynamics_controller', 'wrench_estimator')
@@ -153,11 +154,7 @@ class Monitor:
             time.sleep(0.01)
 
     def push(self, wrench, frame):
-        msg = WrenchStamped()
-        msg.header.frame_id = frame
-        w = msg.wrench
-        (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench
-        self.wrench.publish(msg)
+        self.wrench.publish(wrench_message(frame, wrench))
 
 
 def _stamp(msg):

@@ -12,7 +12,7 @@ from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 from robot_dynamics.core._jit import jit
 from robot_dynamics.nodes.cdr import OK, CdrJointStateReader, Float64MultiArrayWriter, \
     JointStateWriter, WrenchStampedWriter, parse_joint_state, read_float64_array, read_state
-from robot_dynamics.nodes.joint_states import BadInput, JointStateReader
+from robot_dynamics.nodes.joint_states import BadInput, JointStateReader, wrench_message
 
 pytestmark = pytest.mark.nojit
 
@@ -243,3 +243,5 @@ def test_wrench_writer_gives_what_rclpy_gives(frame, sec, nanosec, wrench):
         (sec, nanosec, frame)
     assert np.array_equal([w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z],
                           wrench, equal_nan=True)
+    msg.header.stamp.sec = msg.header.stamp.nanosec = 0   # wrench_message leaves it unset
+    assert serialize_message(msg) == serialize_message(wrench_message(frame, wrench))

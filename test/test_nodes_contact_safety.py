@@ -38,6 +38,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.contact_safety import EVENT_QOS
+from robot_dynamics.nodes.joint_states import wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time, window
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
@@ -104,11 +105,7 @@ class Arm(ArmView):
         return start
 
     def push(self, wrench):
-        msg = WrenchStamped()
-        msg.header.frame_id = 'panda_link0'
-        w = msg.wrench
-        (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench
-        self.wrench.publish(msg)
+        self.wrench.publish(wrench_message('panda_link0', wrench))
 
     def logged(self, pattern, timeout=5.0):
         """Wait until the controller's log has a line matching the regular expression."""

@@ -25,7 +25,7 @@ from robot_dynamics import bringup
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from robot_dynamics.nodes.joint_states import trajectory_message
+from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
 
 CLASSES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,
@@ -126,10 +126,7 @@ def test_wrench_estimate_and_tare(arm):
     crosses 5 % within 1.1 ms of the step).
     """
     applied = np.array([0.4, -0.3, 0.2, 6.0, -8.0, 12.0])   # moment (N m), force (N)
-    msg = WrenchStamped()
-    msg.header.frame_id = 'panda_link0'
-    w = msg.wrench
-    (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = applied
+    msg = wrench_message('panda_link0', applied)
     publisher = arm.probe.create_publisher(WrenchStamped, '/arm_simulator/external_wrench', 10)
     arm.probe.wait_for_subscribers(publisher)
     wrenches = arm.probe.record(WrenchStamped, '/wrench_estimator/wrench', BEST_EFFORT)

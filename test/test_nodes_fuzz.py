@@ -28,6 +28,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.dynamics_controller import RATE_SLACK, DynamicsController
+from robot_dynamics.nodes.joint_states import wrench_message
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, to_duration, to_time
 
@@ -324,11 +325,9 @@ def test_over_dds_fuzzed_inputs_to_the_simulated_arm(ros):
                 else:
                     offset = rng.choice([-1e6, -0.01, 0.0, 10.0])
                     publishers[kind].publish(joint_state(chosen, bad, bad, time.time() + offset))
-                wrench = WrenchStamped()
-                wrench.header.frame_id = rng.choice(['panda_link0', 'panda_hand_tcp', 'nowhere'])
-                w = wrench.wrench
-                (w.force.x, w.force.y, w.force.z) = rng.choice([0.0, 5.0, -20.0, math.nan], 3)
-                publishers['wrench'].publish(wrench)
+                publishers['wrench'].publish(wrench_message(
+                    rng.choice(['panda_link0', 'panda_hand_tcp', 'nowhere']),
+                    [0, 0, 0, *rng.choice([0.0, 5.0, -20.0, math.nan], 3)]))
                 time.sleep(0.02)
             count = len(commands)
             time.sleep(1.0)   # the arm keeps being commanded (the loop runs on)

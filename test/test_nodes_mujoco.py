@@ -28,7 +28,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import trajectory_message
+from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 
 DRIFT_WINDOW = 5.0   # s
@@ -112,11 +112,8 @@ class Arm(ArmView):
         return np.sqrt(np.mean(error ** 2)), np.abs(error).max()
 
     def apply(self, wrench, axes):
-        msg = WrenchStamped()
-        msg.header.frame_id = self.sim['base'] if axes == 'base' else self.sim['tip']
-        w = msg.wrench
-        (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench
-        self.wrench.publish(msg)
+        frame = self.sim['base'] if axes == 'base' else self.sim['tip']
+        self.wrench.publish(wrench_message(frame, wrench))
 
     def estimates(self, since, until=np.inf):
         picked = window(self.wrenches, since, until)

@@ -25,7 +25,7 @@ from trajectory_msgs.msg import JointTrajectory
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.simulation import plant
-from robot_dynamics.nodes.joint_states import trajectory_message
+from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
@@ -76,10 +76,7 @@ class Bringup(ArmView):
                                                    np.zeros((len(times), 7))))
 
     def push(self, force_z):
-        msg = WrenchStamped()
-        msg.header.frame_id = SIM['base']
-        msg.wrench.force.z = force_z
-        self.wrench.publish(msg)
+        self.wrench.publish(wrench_message(SIM['base'], [0, 0, 0, 0, 0, force_z]))
 
     def mean_force(self, since, until):
         self.wrenches.wait_for_stamp(until, 30.0)

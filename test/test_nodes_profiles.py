@@ -20,6 +20,7 @@ from robot_dynamics import bringup
 from robot_dynamics.nodes.arm import ArmBuilder
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
+from robot_dynamics.nodes.joint_states import wrench_message
 from robot_dynamics.nodes.parameters import ConfigError
 from robot_dynamics.nodes.profiles import profile
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
@@ -236,9 +237,7 @@ def test_two_arms_each_under_its_profile(tmp_path, engines):
     """FR3 (robot adds g) and UR5e (efforts are currents) float; a push on one moves only it."""
     ros = session()
     left, right = two_arms(ros.probe, tmp_path, engines)
-    push = WrenchStamped()
-    push.header.frame_id = section('fr3', 'arm_simulator')['base']
-    push.wrench.force.z = -15.0
+    push = wrench_message(section('fr3', 'arm_simulator')['base'], [0, 0, 0, 0, 0, -15.0])
     pusher = ros.probe.create_publisher(WrenchStamped, '/left/arm_simulator/external_wrench', 10)
     try:
         with ros.launch(left.specs + right.specs) as launch:

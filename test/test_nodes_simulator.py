@@ -15,6 +15,7 @@ from std_msgs.msg import Float64MultiArray
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
+from robot_dynamics.nodes.joint_states import wrench_message
 from ros_harness import BEST_EFFORT, session, stamp_of
 
 SIM = bringup.load_config(bringup.config_file('panda.yaml'))['arm_simulator']['ros__parameters']
@@ -97,11 +98,7 @@ def test_bad_commands_are_ignored(sim):
 
 
 def apply_wrench(sim, wrench, frame):
-    msg = WrenchStamped()
-    msg.header.frame_id = frame
-    w = msg.wrench
-    (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench
-    sim.wrench.publish(msg)
+    sim.wrench.publish(wrench_message(frame, wrench))
 
 
 def eventually_effort(sim, expected, timeout=10.0):

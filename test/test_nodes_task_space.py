@@ -28,6 +28,7 @@ from sensor_msgs.msg import JointState
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
+from robot_dynamics.nodes.joint_states import wrench_message
 from robot_dynamics.core.algorithms.operational_space import pose_error
 from ros_harness import BEST_EFFORT, ArmView, session
 
@@ -88,10 +89,7 @@ class Arm(ArmView):
         return self.poses(self.model.tip, since, until)
 
     def push(self, force):
-        msg = WrenchStamped()
-        msg.header.frame_id = self.model.base
-        msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = [float(f) for f in force]
-        self.wrench.publish(msg)
+        self.wrench.publish(wrench_message(self.model.base, [0, 0, 0, *force]))
 
     def set(self, **values):
         """Set dynamics_controller parameters ('__' for '.'); returns the results."""

@@ -2,6 +2,7 @@
 import array
 
 import numpy as np
+from geometry_msgs.msg import WrenchStamped
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -108,6 +109,15 @@ def to_array(x):
 def seconds(stamp):
     """Seconds of a builtin_interfaces/Time (0.0 for an unset stamp)."""
     return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def wrench_message(frame_id, wrench):
+    """geometry_msgs/WrenchStamped (unstamped) of a wrench (moment, force), the core's order."""
+    msg = WrenchStamped()
+    msg.header.frame_id = frame_id
+    w = msg.wrench
+    (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = map(float, wrench)
+    return msg
 
 
 def trajectory_message(joint_names, start, times, positions, velocities=None,
