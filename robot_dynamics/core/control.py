@@ -30,6 +30,23 @@ def joint_gains(model, x, name):
     return x.copy()
 
 
+class JointGains:
+    """A per-joint gain attribute of a control law, checked by ``joint_gains`` when assigned.
+
+    Assigned a scalar or (nv,), kept as a finite (nv,) array >= 0 in ``_<name>``; the law's
+    model is its ``_model``.
+    """
+
+    def __set_name__(self, owner, name):
+        self.name, self.slot = name, '_' + name
+
+    def __get__(self, law, owner=None):
+        return self if law is None else getattr(law, self.slot)
+
+    def __set__(self, law, value):
+        setattr(law, self.slot, joint_gains(law._model, value, self.name))
+
+
 def position_error(model, q_d, q):
     """e = q_d − q; on continuous joints wrapped into [−π, π): the short way round.
 
@@ -128,6 +145,7 @@ class ComputedTorque:
     """
 
     MAX_INTEGRATION_STEP = 0.01   # s
+    kp, kd, ki = JointGains(), JointGains(), JointGains()
 
     def __init__(self, model, kp, kd, ki=0.0, integral_limit=np.inf):
         self._model, self._data = model, Data(model)
@@ -143,30 +161,6 @@ class ComputedTorque:
         if model.nv != self._model.nv:
             raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
         self._model, self._data = model, Data(model)
-
-    @property
-    def kp(self):
-        return self._kp
-
-    @kp.setter
-    def kp(self, kp):
-        self._kp = joint_gains(self._model, kp, "kp")
-
-    @property
-    def kd(self):
-        return self._kd
-
-    @kd.setter
-    def kd(self, kd):
-        self._kd = joint_gains(self._model, kd, "kd")
-
-    @property
-    def ki(self):
-        return self._ki
-
-    @ki.setter
-    def ki(self, ki):
-        self._ki = joint_gains(self._model, ki, "ki")
 
     @property
     def integral_limit(self):

@@ -25,7 +25,7 @@ from .algorithms.operational_space import check_regular, cutoff_value, pose_erro
 from .algorithms.rnea import gravity, nonlinear_effects
 from .algorithms.task_law import damping_kernel
 from .arguments import damping_value
-from .control import finite_joint_vector, joint_gains
+from .control import JointGains, finite_joint_vector
 from .model import Data
 
 INF2 = (np.inf, np.inf)
@@ -99,6 +99,8 @@ class TaskSpaceLaw:
     compiled kernel (algorithms/task_law.py) on the constants packed once (``constants``).
     """
 
+    nullspace_stiffness, nullspace_damping = JointGains(), JointGains()
+
     def __init__(self, model, stiffness, damping_ratio=1.0, frame=None, nullspace_stiffness=0.0,
                  nullspace_damping=0.0, posture=None, max_error=INF2, max_velocity=INF2,
                  singular_damping=0.0, singular_cutoff=1e-6):
@@ -153,22 +155,6 @@ class TaskSpaceLaw:
         ratio = damping_value(ratio, 'damping_ratio')
         check_velocity_limit(ratio, getattr(self, '_max_velocity', INF2))
         self._damping_ratio = ratio
-
-    @property
-    def nullspace_stiffness(self):
-        return self._kn
-
-    @nullspace_stiffness.setter
-    def nullspace_stiffness(self, kn):
-        self._kn = joint_gains(self._model, kn, 'nullspace_stiffness')
-
-    @property
-    def nullspace_damping(self):
-        return self._dn
-
-    @nullspace_damping.setter
-    def nullspace_damping(self, dn):
-        self._dn = joint_gains(self._model, dn, 'nullspace_damping')
 
     @property
     def posture(self):
@@ -227,7 +213,8 @@ class TaskSpaceLaw:
                                     self._max_velocity, [self._singular_damping,
                                                          self._singular_cutoff]])
             posture = np.zeros(m.nv) if self._posture is None else self._posture
-            joint_gains_ = np.array([self._kn, self._dn, posture, m.continuous], dtype=float)
+            joint_gains_ = np.array([self._nullspace_stiffness, self._nullspace_damping, posture,
+                                     m.continuous], dtype=float)
             self._packed = gains, joint_gains_, m.frame_index(self._frame)
         return self._packed
 
