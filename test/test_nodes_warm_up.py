@@ -1,5 +1,9 @@
 """'ready' means ready: the first joint states compile no numba kernel in controller or estimator.
 
+On both paths, and for the controller also across a switch of mode (a new reader and compiled
+cycle: an unmapped reader once had a type of its own, which compiled the cycle again, 1.5 s
+into a running computed-torque loop on a fresh install).
+
 Without the nodes' warm_up, a fresh install's first state waited seconds for numba (computed
 torque 3 s, the observer 3.6 s, measured cold on this machine). Each check runs in a fresh
 interpreter, so kernels compiled by other tests in this process cannot hide a missing warm-up;
@@ -17,6 +21,7 @@ SCRIPT = textwrap.dedent('''
     import rclpy, yaml
     from numba.core.dispatcher import Dispatcher
     from rclpy.parameter import Parameter
+    from rclpy.serialization import serialize_message
     from sensor_msgs.msg import JointState
     import robot_dynamics as rd
     from robot_dynamics import bringup
@@ -42,12 +47,21 @@ SCRIPT = textwrap.dedent('''
     before = compiled()
     assert before, 'no kernel compiled at all: is numba disabled?'
     model = node.arm.model
-    q = np.array([0.1, -0.5, 0.2, -2.0, 0.1, 1.6, 0.7])
-    for k in range(3):
-        msg = JointState(name=list(node.arm.joints), position=list(q + 1e-4 * k),
-                         velocity=[0.01] * 7, effort=list(rd.gravity(model, q)))
-        msg.header.stamp.sec, msg.header.stamp.nanosec = int(time.time()), 1000000 * k
+    q, start = np.array([0.1, -0.5, 0.2, -2.0, 0.1, 1.6, 0.7]), int(time.time())
+
+    def states(ks):   # on the fast path (the default: bytes, compiled cycles) and the plain one
+        for k in ks:
+            msg = JointState(name=list(node.arm.joints), position=list(q + 1e-4 * k),
+                             velocity=[0.01] * 7, effort=list(rd.gravity(model, q)))
+            msg.header.stamp.sec, msg.header.stamp.nanosec = start, 1000000 * k
+            node.on_serialized_joint_state(serialize_message(msg))
         node.on_joint_state(msg)
+    states(range(3))
+    if sys.argv[1] == 'dynamics_controller':   # the other mode: a new reader, a new cycle
+        other = {'gravity_compensation': 'computed_torque'}.get(values['mode'],
+                                                                 'gravity_compensation')
+        assert node.set_parameters([Parameter('mode', value=other)])[0].successful
+        states(range(3, 6))
     node.diagnostics.publish()
     new = sorted(compiled() - before)
     assert not new, f'compiled at the first joint states: {new}'

@@ -176,7 +176,7 @@ class CdrJointStateReader(JointStateReader):
         self._cfg[WANTED:WANTED + 3] = [f in fields for f in self.FIELDS]
         self._wanted = tuple(f in fields for f in self.FIELDS)
         self._out, self._info = np.empty((3, n)), np.zeros(INFO, np.int64)
-        self._set_ref(np.zeros(0, np.uint8))
+        self._set_ref(names_blob([]))   # read-only like every mapped one: one compiled type
 
     def _set_ref(self, ref):
         self.arrays = (ref, self._cfg, self._out, self._info)

@@ -67,8 +67,11 @@ collisions; the reaction (``collision.reaction``) applies from the detecting sta
 
 Fast path (``fast_path``, default true): joint_states arrive as CDR bytes (a raw subscription)
 read by the compiled ``CdrJointStateReader`` (robot_dynamics.nodes.cdr), and the command goes out
-pre-serialized; false: rclpy deserializes the state and serializes the command. Both paths run
-the same ``on_state``, rate limit and clamp (``limit_command``), so they give the same commands.
+pre-serialized; false: rclpy deserializes the state and serializes the command. In gravity
+compensation and computed torque, a state while commanding goes through one compiled call from
+its bytes to the serialized command (``run_cycle``, robot_dynamics.nodes.command_cycle) when the
+configuration allows it (``compiled_cycle``); anything else runs ``on_state``. The kernels are
+the same on every path, so they give the same commands.
 """
 import dataclasses
 import math

@@ -152,6 +152,7 @@ class WrenchEstimator(ArmNode):
         observer.update(q, zero, zero, 0.0)
         observer.wrench(q, observer.update(q, zero, zero, 1e-3), m.tip, self.config.reference,
                         self.config.damping)
+        rd.gravity(m, q), rd.mass_matrix(m, q)   # what check_singularity and health call
         cdr.warm_up(m.joint_names)
         if self.cycle is not None:
             estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame,
