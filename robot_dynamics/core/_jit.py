@@ -15,6 +15,10 @@ compiled cycle calls). The cache sits in ``__pycache__`` beside the sources when
 that is writable, else in the user's cache directory (``$XDG_CACHE_HOME/numba``, by default
 ``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both. With no writable place the kernels are
 compiled on every start instead.
+
+``first_call`` gives the public functions the kernel's machine code for one state's argument
+types, called without numba's type dispatch (about 0.1 µs less per call): the caller checks the
+types, since an array of another dimension or dtype would be read as if it had these.
 """
 import hashlib
 import pathlib
@@ -81,3 +85,18 @@ def parallel(kernel):
     twin.__qualname__ = function.__qualname__ + '_parallel'
     twin.__doc__ = function.__doc__
     return _compile(twin, parallel=True)
+
+
+def first_call(name, namespace, kernel, *argument_types):
+    """A stand-in for ``namespace[name]``: its first call puts the kernel's entry point there.
+
+    That entry point is ``kernel`` compiled for ``argument_types`` (or loaded from the cache);
+    under NUMBA_DISABLE_JIT it is the kernel itself.
+    """
+    def compile_and_call(*arguments):
+        entry = kernel
+        if isinstance(kernel, dispatcher.Dispatcher):
+            entry = kernel.compile(argument_types)
+        namespace[name] = entry
+        return entry(*arguments)
+    return compile_and_call

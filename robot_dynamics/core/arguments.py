@@ -5,8 +5,12 @@ A float64 ndarray goes to the kernel as it is; anything else (lists, integers) i
 shapes (``state_status``) and returns a status: 0, or the 1-based position of the offending
 argument among (q, v, a or τ, f_ext), or one of the codes below; only then does the Python
 function build the message (``argument_error``).
+
+With one state of 1-D float64 arrays and no ``data=``, a public function calls the kernel's entry
+point for the types below (``_jit.first_call``), past numba's type dispatch.
 """
 import numpy as np
+from numba import types
 
 from ._jit import jit
 from .layout import WS_M
@@ -17,6 +21,15 @@ BAD_DATA = 8                # the workspace belongs to a model of another size
 NOT_POSITIVE_DEFINITE = 9   # M(q) is not positive definite (not a valid rigid-body model)
 SINGULAR = 10               # the task-space mobility J M^-1 J^T is singular
 NO_WRENCHES = np.zeros((0, 6))
+
+# the argument types of the kernels' one-state entry points
+TABLE_ARRAY = types.Array(types.float64, 2, 'C', readonly=True)   # model.table, model.frames
+WORKSPACE_ARRAY = types.Array(types.float64, 2, 'C')               # model.workspaces.ws
+STATE_ARRAY = types.Array(types.float64, 1, 'A')                   # q, v, a: any strides
+WRENCH_ARRAY = types.Array(types.float64, 2, 'A')                  # f_ext (nb, 6)
+VECTOR_RESULT = types.Array(types.float64, 1, 'C')                 # τ, made by np.empty
+MATRIX_RESULT = types.Array(types.float64, 2, 'C')                 # M, J, made by np.empty
+INDEX = types.int64                                                # frame, reference
 
 
 @jit

@@ -10,8 +10,9 @@ O(n·depth).
 import numpy as np
 from numba import prange
 
-from .._jit import jit, parallel
-from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
+from .._jit import first_call, jit, parallel
+from ..arguments import (F64, MATRIX_RESULT, STATE_ARRAY, TABLE_ARRAY, WORKSPACE_ARRAY,
+                         argument_error, joint_arrays, state_status, workspace)
 from ..layout import BODY_ARMATURE, BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
 from ..mimic import MATRIX, reduced
 from ..spatial import accumulate, force_to_parent, load3, load9, load10, store, transform_inertia
@@ -68,6 +69,8 @@ def mass_matrix_kernel(table, q, ws, M):
 
 
 mass_matrix_parallel = parallel(mass_matrix_kernel)
+MASS_MATRIX_ONE = first_call('MASS_MATRIX_ONE', globals(), mass_matrix_kernel, TABLE_ARRAY,
+                             STATE_ARRAY, WORKSPACE_ARRAY, MATRIX_RESULT)   # for one state
 
 
 def mass_matrix(model, q, data=None):
@@ -80,9 +83,13 @@ def mass_matrix(model, q, data=None):
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)
-    M = np.empty((nv, nv) if q.ndim == 1 else q.shape[:-1] + (nv, nv))
-    ws = model.workspaces.ws if data is None else workspace(model, data)
-    status = mass_matrix_kernel(model.table, q, ws, M)
+    if data is None and q.ndim == 1:
+        M = np.empty((nv, nv))
+        status = MASS_MATRIX_ONE(model.table, q, model.workspaces.ws, M)
+    else:
+        M = np.empty(q.shape[:-1] + (nv, nv))
+        ws = model.workspaces.ws if data is None else workspace(model, data)
+        status = mass_matrix_kernel(model.table, q, ws, M)
     if status:
         raise argument_error(model, status, q=q)
     return M

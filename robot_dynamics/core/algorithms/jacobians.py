@@ -14,8 +14,9 @@ import enum
 import numpy as np
 from numba import prange
 
-from .._jit import jit
-from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
+from .._jit import first_call, jit
+from ..arguments import (F64, INDEX, MATRIX_RESULT, STATE_ARRAY, TABLE_ARRAY, WORKSPACE_ARRAY,
+                         argument_error, joint_arrays, state_status, workspace)
 from ..layout import BODY_PARENT, FRAME_BODY, FRAME_POS, FRAME_ROT, WS_A, WS_P, WS_R, WS_S, WS_V
 from ..mimic import BODY, JACOBIAN, reduced
 from ..spatial import (add, cross, load3, load9, motion_to_child, rotate, rotate_transpose,
@@ -181,6 +182,11 @@ def frame_motion_kernel(table, frames, f, reference, acceleration, q, v, ws, out
     return status
 
 
+FRAME_JACOBIAN_ONE = first_call('FRAME_JACOBIAN_ONE', globals(), frame_jacobian_kernel,
+                                TABLE_ARRAY, TABLE_ARRAY, INDEX, INDEX, STATE_ARRAY,
+                                WORKSPACE_ARRAY, MATRIX_RESULT)   # for one state
+
+
 def frame_pose(model, q, frame, data=None):
     """4x4 pose of a named frame in the base frame."""
     if model.mimic:
@@ -203,10 +209,14 @@ def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None):
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)
-    J = np.empty((6, nv) if q.ndim == 1 else q.shape[:-1] + (6, nv))
-    ws = model.workspaces.ws if data is None else workspace(model, data)
-    status = frame_jacobian_kernel(model.table, model.frames, model.frame_index(frame),
-                                   reference_code(reference), q, ws, J)
+    f, code = model.frame_index(frame), reference_code(reference)
+    if data is None and q.ndim == 1:
+        J = np.empty((6, nv))
+        status = FRAME_JACOBIAN_ONE(model.table, model.frames, f, code, q, model.workspaces.ws, J)
+    else:
+        J = np.empty(q.shape[:-1] + (6, nv))
+        ws = model.workspaces.ws if data is None else workspace(model, data)
+        status = frame_jacobian_kernel(model.table, model.frames, f, code, q, ws, J)
     if status:
         raise argument_error(model, status, q=q)
     return J

@@ -20,9 +20,10 @@ energy P = -Σ m_i g·c_i, is a sum over subtrees of first moments (``gravity_st
 import numpy as np
 from numba import prange
 
-from .._jit import jit, parallel
-from ..arguments import (F64, NO_WRENCHES, argument_error, joint_arrays, state_status, workspace,
-                         wrenches)
+from .._jit import first_call, jit, parallel
+from ..arguments import (F64, NO_WRENCHES, STATE_ARRAY, TABLE_ARRAY, VECTOR_RESULT,
+                         WORKSPACE_ARRAY, WRENCH_ARRAY, argument_error, joint_arrays,
+                         state_status, workspace, wrenches)
 from ..layout import (BODY_ARMATURE, BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A,
                       WS_F, WS_HM, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
 from ..mimic import TORQUE, reduced
@@ -179,6 +180,14 @@ def gravity_kernel(table, q, ws, tau):
 rnea_parallel = parallel(rnea_kernel)
 nonlinear_effects_parallel = parallel(nonlinear_effects_kernel)
 gravity_parallel = parallel(gravity_kernel)
+# the kernels' entry points for one state (``first_call``): arguments as in the kernel
+RNEA_ONE = first_call('RNEA_ONE', globals(), rnea_kernel, TABLE_ARRAY, STATE_ARRAY, STATE_ARRAY,
+                      STATE_ARRAY, WRENCH_ARRAY, WORKSPACE_ARRAY, VECTOR_RESULT)
+NONLINEAR_EFFECTS_ONE = first_call('NONLINEAR_EFFECTS_ONE', globals(), nonlinear_effects_kernel,
+                                   TABLE_ARRAY, STATE_ARRAY, STATE_ARRAY, WORKSPACE_ARRAY,
+                                   VECTOR_RESULT)
+GRAVITY_ONE = first_call('GRAVITY_ONE', globals(), gravity_kernel, TABLE_ARRAY, STATE_ARRAY,
+                         WORKSPACE_ARRAY, VECTOR_RESULT)
 
 
 def rnea(model, q, v, a, f_ext=None, data=None):
@@ -195,8 +204,11 @@ def rnea(model, q, v, a, f_ext=None, data=None):
         q, v, a = joint_arrays(model, q=q, v=v, a=a)
     f = NO_WRENCHES if f_ext is None else wrenches(model, f_ext)
     tau = np.empty(q.shape)
-    ws = model.workspaces.ws if data is None else workspace(model, data)
-    status = rnea_kernel(model.table, q, v, a, f, ws, tau)
+    if data is None and q.ndim == v.ndim == a.ndim == 1 and f.ndim == 2:
+        status = RNEA_ONE(model.table, q, v, a, f, model.workspaces.ws, tau)
+    else:
+        ws = model.workspaces.ws if data is None else workspace(model, data)
+        status = rnea_kernel(model.table, q, v, a, f, ws, tau)
     if status:
         raise argument_error(model, status, q=q, v=v, a=a, f_ext=f)
     return tau
@@ -212,8 +224,11 @@ def gravity(model, q, data=None):
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     tau = np.empty(q.shape)
-    ws = model.workspaces.ws if data is None else workspace(model, data)
-    status = gravity_kernel(model.table, q, ws, tau)
+    if data is None and q.ndim == 1:
+        status = GRAVITY_ONE(model.table, q, model.workspaces.ws, tau)
+    else:
+        ws = model.workspaces.ws if data is None else workspace(model, data)
+        status = gravity_kernel(model.table, q, ws, tau)
     if status:
         raise argument_error(model, status, q=q)
     return tau
@@ -226,8 +241,11 @@ def nonlinear_effects(model, q, v, data=None):
     if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
         q, v = joint_arrays(model, q=q, v=v)
     tau = np.empty(q.shape)
-    ws = model.workspaces.ws if data is None else workspace(model, data)
-    status = nonlinear_effects_kernel(model.table, q, v, ws, tau)
+    if data is None and q.ndim == v.ndim == 1:
+        status = NONLINEAR_EFFECTS_ONE(model.table, q, v, model.workspaces.ws, tau)
+    else:
+        ws = model.workspaces.ws if data is None else workspace(model, data)
+        status = nonlinear_effects_kernel(model.table, q, v, ws, tau)
     if status:
         raise argument_error(model, status, q=q, v=v)
     return tau
