@@ -92,6 +92,25 @@ def test_strided_and_read_only_states(case):
               ref.frame_jacobian(q, frame, "LOCAL_WORLD_ALIGNED"), "frame_jacobian")
 
 
+def test_results_into_out(case):
+    """out= (contiguous, or strided: a column or rows of a larger array) receives the result."""
+    case, model, ref, states = case
+    q, v, a = states[1]
+    frame, n = frames(case, model)[-1], model.nv
+    for kind in ("contiguous", "strided"):
+        def out(*shape):
+            return np.zeros(shape) if kind == "contiguous" else np.zeros((*shape, 2))[..., 1]
+        results = [(rd.rnea, (q, v, a), out(n), ref.rnea(q, v, a)),
+                   (rd.gravity, (q,), out(n), ref.gravity(q)),
+                   (rd.nonlinear_effects, (q, v), out(n), ref.nonlinear_effects(q, v)),
+                   (rd.mass_matrix, (q,), out(n, n), ref.mass_matrix(q)),
+                   (rd.frame_jacobian, (q, frame), out(6, n),
+                    ref.frame_jacobian(q, frame, "LOCAL_WORLD_ALIGNED"))]
+        for function, arguments, array, expected in results:
+            assert function(model, *arguments, out=array) is array
+            close(array, expected, f"{function.__name__} into out")
+
+
 def test_mass_matrix(case):
     _, model, ref, states = case
     for q, _, _ in states:

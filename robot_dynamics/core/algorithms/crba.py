@@ -10,9 +10,10 @@ O(n·depth).
 import numpy as np
 from numba import prange
 
-from .._jit import first_call, jit, parallel
-from ..arguments import (F64, MATRIX_RESULT, STATE_ARRAY, TABLE_ARRAY, WORKSPACE_ARRAY,
-                         argument_error, joint_arrays, state_status, workspace)
+from .._jit import jit, parallel, strict
+from ..arguments import (F64, TABLE_ARRAY, VECTOR, WORKSPACE_ARRAY, argument_error, copy_into,
+                         joint_arrays, matrix_status, output, state_status, workspace)
+from ..arguments import MATRIX as MATRIX_ARRAY
 from ..layout import BODY_ARMATURE, BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
 from ..mimic import MATRIX, reduced
 from ..spatial import accumulate, force_to_parent, load3, load9, load10, store, transform_inertia
@@ -57,7 +58,7 @@ def mass_matrix_state(table, q, ws, M):
 @jit
 def mass_matrix_kernel(table, q, ws, M):
     """mass_matrix_state for one state or each row of a 2-D q; returns the status."""
-    status = state_status(table, ws, q, None, None, None)
+    status = matrix_status(state_status(table, ws, q, None, None, None), q, M, table.shape[0])
     if status == 0 and q.ndim == 1:
         mass_matrix_state(table, q, ws, M)
     elif status == 0 and q.ndim == 2:
@@ -69,27 +70,31 @@ def mass_matrix_kernel(table, q, ws, M):
 
 
 mass_matrix_parallel = parallel(mass_matrix_kernel)
-MASS_MATRIX_ONE = first_call('MASS_MATRIX_ONE', globals(), mass_matrix_kernel, TABLE_ARRAY,
-                             STATE_ARRAY, WORKSPACE_ARRAY, MATRIX_RESULT)   # for one state
+MASS_MATRIX_ONE = strict('MASS_MATRIX_ONE', globals(), mass_matrix_kernel, TABLE_ARRAY, VECTOR,
+                         WORKSPACE_ARRAY, MATRIX_ARRAY)   # one state (rnea.RNEA_ONE)
 
 
-def mass_matrix(model, q, data=None):
+def mass_matrix(model, q, data=None, out=None):
     """Joint-space mass matrix M(q) + diag(armature), symmetric positive definite.
 
-    (N, nv, nv) for q (N, nv).
+    (N, nv, nv) for q (N, nv). ``out`` as in ``rnea``.
     """
+    if data is None and not model.mimic:
+        try:   # one state of float64 arrays, else (the error or a bad status) the general path
+            M = np.empty((len(q), len(q))) if out is None else out
+            if not MASS_MATRIX_ONE(model.table, q, model.workspaces.ws, M):
+                return M
+        except (TypeError, ValueError):   # no numba type for an argument, or another one
+            pass
     if model.mimic:
-        return reduced(mass_matrix, model, q, out=MATRIX, data=data)
+        return copy_into(out, reduced(mass_matrix, model, q, out=MATRIX, data=data))
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)
-    if data is None and q.ndim == 1:
-        M = np.empty((nv, nv))
-        status = MASS_MATRIX_ONE(model.table, q, model.workspaces.ws, M)
-    else:
-        M = np.empty(q.shape[:-1] + (nv, nv))
-        ws = model.workspaces.ws if data is None else workspace(model, data)
-        status = mass_matrix_kernel(model.table, q, ws, M)
+    shape = (nv, nv) if q.ndim == 1 else q.shape[:-1] + (nv, nv)
+    M = np.empty(shape) if out is None else output(out, shape)
+    ws = model.workspaces.ws if data is None else workspace(model, data)
+    status = mass_matrix_kernel(model.table, q, ws, M)
     if status:
         raise argument_error(model, status, q=q)
     return M

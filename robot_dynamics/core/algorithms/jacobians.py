@@ -14,9 +14,10 @@ import enum
 import numpy as np
 from numba import prange
 
-from .._jit import first_call, jit
-from ..arguments import (F64, INDEX, MATRIX_RESULT, STATE_ARRAY, TABLE_ARRAY, WORKSPACE_ARRAY,
-                         argument_error, joint_arrays, state_status, workspace)
+from .._jit import jit, strict
+from ..arguments import (F64, INDEX, MATRIX, TABLE_ARRAY, VECTOR, WORKSPACE_ARRAY,
+                         argument_error, copy_into, joint_arrays, matrix_status, output,
+                         state_status, workspace)
 from ..layout import BODY_PARENT, FRAME_BODY, FRAME_POS, FRAME_ROT, WS_A, WS_P, WS_R, WS_S, WS_V
 from ..mimic import BODY, JACOBIAN, reduced
 from ..spatial import (add, cross, load3, load9, motion_to_child, rotate, rotate_transpose,
@@ -149,7 +150,7 @@ def frame_pose_kernel(table, frames, f, q, ws, T):
 @jit
 def frame_jacobian_kernel(table, frames, f, reference, q, ws, J):
     """frame_jacobian_state for one state or each row of a 2-D q; returns the status."""
-    status = state_status(table, ws, q, None, None, None)
+    status = matrix_status(state_status(table, ws, q, None, None, None), q, J, 6)
     if status == 0 and q.ndim == 1:
         frame_jacobian_state(table, frames, f, reference, q, ws, J)
     elif status == 0 and q.ndim == 2:
@@ -182,9 +183,9 @@ def frame_motion_kernel(table, frames, f, reference, acceleration, q, v, ws, out
     return status
 
 
-FRAME_JACOBIAN_ONE = first_call('FRAME_JACOBIAN_ONE', globals(), frame_jacobian_kernel,
-                                TABLE_ARRAY, TABLE_ARRAY, INDEX, INDEX, STATE_ARRAY,
-                                WORKSPACE_ARRAY, MATRIX_RESULT)   # for one state
+FRAME_JACOBIAN_ONE = strict('FRAME_JACOBIAN_ONE', globals(), frame_jacobian_kernel, TABLE_ARRAY,
+                            TABLE_ARRAY, INDEX, INDEX, VECTOR, WORKSPACE_ARRAY,
+                            MATRIX)   # one state (rnea.RNEA_ONE)
 
 
 def frame_pose(model, q, frame, data=None):
@@ -201,22 +202,30 @@ def frame_pose(model, q, frame, data=None):
     return T
 
 
-def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None):
-    """6 x nv Jacobian of a named frame, angular rows first, in ``reference``."""
+def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None, out=None):
+    """6 x nv Jacobian of a named frame, angular rows first, in ``reference``.
+
+    ``out`` as in ``rnea``.
+    """
+    if data is None and not model.mimic:
+        try:   # one state of float64 arrays, a known frame and reference, else the general path
+            J = np.empty((6, len(q))) if out is None else out
+            if not FRAME_JACOBIAN_ONE(model.table, model.frames, model._frame_index[frame],
+                                      _CODES[reference], q, model.workspaces.ws, J):
+                return J
+        except (TypeError, ValueError, KeyError):
+            pass
     if model.mimic:
-        return reduced(frame_jacobian, model, q, out=JACOBIAN, frame=frame, reference=reference,
-                       data=data)
+        return copy_into(out, reduced(frame_jacobian, model, q, out=JACOBIAN, frame=frame,
+                                      reference=reference, data=data))
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)
-    f, code = model.frame_index(frame), reference_code(reference)
-    if data is None and q.ndim == 1:
-        J = np.empty((6, nv))
-        status = FRAME_JACOBIAN_ONE(model.table, model.frames, f, code, q, model.workspaces.ws, J)
-    else:
-        J = np.empty(q.shape[:-1] + (6, nv))
-        ws = model.workspaces.ws if data is None else workspace(model, data)
-        status = frame_jacobian_kernel(model.table, model.frames, f, code, q, ws, J)
+    shape = (6, nv) if q.ndim == 1 else q.shape[:-1] + (6, nv)
+    J = np.empty(shape) if out is None else output(out, shape)
+    ws = model.workspaces.ws if data is None else workspace(model, data)
+    status = frame_jacobian_kernel(model.table, model.frames, model.frame_index(frame),
+                                   reference_code(reference), q, ws, J)
     if status:
         raise argument_error(model, status, q=q)
     return J
