@@ -4,8 +4,9 @@ For every public function and every array argument: a wrong shape, a string, Non
 numbers, objects -> ValueError or TypeError whose message names the argument and the expected
 shape (7,) of the 7-joint Panda; integers are numbers and are accepted. Unknown frames name the
 known ones, bad references the valid ones; f_ext, direction, damping, the payload, the
-workspace and the caller's out= array are checked the same way. Batched inputs (leading dimension N) are valid and are
-tested with the batched algorithms; here only batches of mismatched sizes appear.
+workspace and the caller's out= array are checked the same way. Batched inputs (leading
+dimension N) are valid and are tested with the batched algorithms; here only batches of
+mismatched sizes appear.
 """
 import re
 
