@@ -25,12 +25,12 @@ SINGULAR = 10               # the task-space mobility J M^-1 J^T is singular
 BAD_OUT = 11                # the result array has the wrong shape
 NO_WRENCHES = np.zeros((0, 6))
 
-# the argument types of the kernels' one-state entry points
-TABLE_ARRAY = types.Array(types.float64, 2, 'C', readonly=True)   # model.table, model.frames
-WORKSPACE_ARRAY = types.Array(types.float64, 2, 'C')               # model.workspaces.ws
-VECTOR = types.Array(types.float64, 1, 'C')                        # q, v, a, τ
-MATRIX = types.Array(types.float64, 2, 'C')                        # f_ext (nb, 6), M, J
-INDEX = types.int64                                                # frame, reference
+# the argument types of the one-state kernels (``_jit.strict``)
+TABLE_TYPE = types.Array(types.float64, 2, 'C', readonly=True)   # model.table, model.frames
+WORKSPACE_TYPE = types.Array(types.float64, 2, 'C')              # model.workspaces.ws
+VECTOR_TYPE = types.Array(types.float64, 1, 'C')                 # q, v, a, τ
+MATRIX_TYPE = types.Array(types.float64, 2, 'C')                 # f_ext (nb, 6), M, J
+INDEX_TYPE = types.int64                                         # frame, reference
 
 
 @jit

@@ -11,9 +11,9 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, parallel, strict
-from ..arguments import (F64, TABLE_ARRAY, VECTOR, WORKSPACE_ARRAY, argument_error, copy_into,
-                         joint_arrays, matrix_status, output, state_status, workspace)
-from ..arguments import MATRIX as MATRIX_ARRAY
+from ..arguments import (F64, MATRIX_TYPE, TABLE_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
+                         argument_error, copy_into, joint_arrays, matrix_status, output,
+                         state_status, workspace)
 from ..layout import BODY_ARMATURE, BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
 from ..mimic import MATRIX, reduced
 from ..spatial import accumulate, force_to_parent, load3, load9, load10, store, transform_inertia
@@ -70,8 +70,8 @@ def mass_matrix_kernel(table, q, ws, M):
 
 
 mass_matrix_parallel = parallel(mass_matrix_kernel)
-MASS_MATRIX_ONE = strict('MASS_MATRIX_ONE', globals(), mass_matrix_kernel, TABLE_ARRAY, VECTOR,
-                         WORKSPACE_ARRAY, MATRIX_ARRAY)   # one state (rnea.RNEA_ONE)
+MASS_MATRIX_ONE = strict('MASS_MATRIX_ONE', globals(), mass_matrix_kernel, TABLE_TYPE,
+                         VECTOR_TYPE, WORKSPACE_TYPE, MATRIX_TYPE)   # one state (rnea.RNEA_ONE)
 
 
 def mass_matrix(model, q, data=None, out=None):
@@ -81,7 +81,8 @@ def mass_matrix(model, q, data=None, out=None):
     """
     if data is None and not model.mimic:
         try:   # one state of float64 arrays, else (the error or a bad status) the general path
-            M = np.empty((len(q), len(q))) if out is None else out
+            nv = len(model.table)   # (not len(q): a batch of N states would make it N x N)
+            M = np.empty((nv, nv)) if out is None else out
             if not MASS_MATRIX_ONE(model.table, q, model.workspaces.ws, M):
                 return M
         except (TypeError, ValueError):   # no numba type for an argument, or another one

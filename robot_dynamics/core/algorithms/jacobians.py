@@ -15,7 +15,7 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, strict
-from ..arguments import (F64, INDEX, MATRIX, TABLE_ARRAY, VECTOR, WORKSPACE_ARRAY,
+from ..arguments import (F64, INDEX_TYPE, MATRIX_TYPE, TABLE_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
                          argument_error, copy_into, joint_arrays, matrix_status, output,
                          state_status, workspace)
 from ..layout import BODY_PARENT, FRAME_BODY, FRAME_POS, FRAME_ROT, WS_A, WS_P, WS_R, WS_S, WS_V
@@ -183,9 +183,9 @@ def frame_motion_kernel(table, frames, f, reference, acceleration, q, v, ws, out
     return status
 
 
-FRAME_JACOBIAN_ONE = strict('FRAME_JACOBIAN_ONE', globals(), frame_jacobian_kernel, TABLE_ARRAY,
-                            TABLE_ARRAY, INDEX, INDEX, VECTOR, WORKSPACE_ARRAY,
-                            MATRIX)   # one state (rnea.RNEA_ONE)
+FRAME_JACOBIAN_ONE = strict('FRAME_JACOBIAN_ONE', globals(), frame_jacobian_kernel, TABLE_TYPE,
+                            TABLE_TYPE, INDEX_TYPE, INDEX_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
+                            MATRIX_TYPE)   # one state (rnea.RNEA_ONE)
 
 
 def frame_pose(model, q, frame, data=None):
@@ -209,7 +209,7 @@ def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None, ou
     """
     if data is None and not model.mimic:
         try:   # one state of float64 arrays, a known frame and reference, else the general path
-            J = np.empty((6, len(q))) if out is None else out
+            J = np.empty((6, len(model.table))) if out is None else out
             if not FRAME_JACOBIAN_ONE(model.table, model.frames, model._frame_index[frame],
                                       _CODES[reference], q, model.workspaces.ws, J):
                 return J

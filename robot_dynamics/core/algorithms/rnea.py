@@ -21,9 +21,9 @@ import numpy as np
 from numba import prange
 
 from .._jit import jit, parallel, strict
-from ..arguments import (F64, MATRIX, NO_WRENCHES, TABLE_ARRAY, VECTOR, WORKSPACE_ARRAY,
-                         argument_error, copy_into, joint_arrays, output, state_status,
-                         vector_status, workspace, wrenches)
+from ..arguments import (F64, MATRIX_TYPE, NO_WRENCHES, TABLE_TYPE, VECTOR_TYPE,
+                         WORKSPACE_TYPE, argument_error, copy_into, joint_arrays, output,
+                         state_status, vector_status, workspace, wrenches)
 from ..layout import (BODY_ARMATURE, BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A,
                       WS_F, WS_HM, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
 from ..mimic import TORQUE, reduced
@@ -181,12 +181,13 @@ rnea_parallel = parallel(rnea_kernel)
 nonlinear_effects_parallel = parallel(nonlinear_effects_kernel)
 gravity_parallel = parallel(gravity_kernel)
 # one state of float64 arrays (``strict``): arguments as in the kernel
-RNEA_ONE = strict('RNEA_ONE', globals(), rnea_kernel, TABLE_ARRAY, VECTOR, VECTOR, VECTOR, MATRIX,
-                  WORKSPACE_ARRAY, VECTOR)
+RNEA_ONE = strict('RNEA_ONE', globals(), rnea_kernel, TABLE_TYPE, VECTOR_TYPE, VECTOR_TYPE,
+                  VECTOR_TYPE, MATRIX_TYPE, WORKSPACE_TYPE, VECTOR_TYPE)
 NONLINEAR_EFFECTS_ONE = strict('NONLINEAR_EFFECTS_ONE', globals(), nonlinear_effects_kernel,
-                               TABLE_ARRAY, VECTOR, VECTOR, WORKSPACE_ARRAY, VECTOR)
-GRAVITY_ONE = strict('GRAVITY_ONE', globals(), gravity_kernel, TABLE_ARRAY, VECTOR,
-                     WORKSPACE_ARRAY, VECTOR)
+                               TABLE_TYPE, VECTOR_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
+                               VECTOR_TYPE)
+GRAVITY_ONE = strict('GRAVITY_ONE', globals(), gravity_kernel, TABLE_TYPE, VECTOR_TYPE,
+                     WORKSPACE_TYPE, VECTOR_TYPE)
 
 
 def rnea(model, q, v, a, f_ext=None, data=None, out=None):
