@@ -3,10 +3,13 @@
 For every public function and every array argument: a wrong shape, a string, None, complex
 numbers, objects -> ValueError or TypeError whose message names the argument and the expected
 shape (7,) of the 7-joint Panda; integers are numbers and are accepted. Unknown frames name the
-known ones, bad references the valid ones; f_ext, direction, damping, the payload and the
-workspace are checked the same way. Batched inputs (leading dimension N) are valid and are
-tested with the batched algorithms; here only batches of mismatched sizes appear.
+known ones, bad references the valid ones; f_ext, direction, damping, the payload, the
+workspace and the caller's out= array are checked the same way. Batched inputs (leading
+dimension N) are valid and are tested with the batched algorithms; here only batches of
+mismatched sizes appear.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -55,7 +58,7 @@ WRONG_TYPES = {
 
 def call(function, **changes):
     names, f = FUNCTIONS[function]
-    keywords = {k: changes.pop(k) for k in ("data", "f_ext", "reference", "damping")
+    keywords = {k: changes.pop(k) for k in ("data", "f_ext", "reference", "damping", "out")
                 if k in changes}
     return f(*(changes.get(n, GOOD[n]) for n in names.split()), **keywords)
 
@@ -191,3 +194,32 @@ def test_workspace_of_another_model_is_refused(function):
 def test_workspace_of_the_wrong_type_is_a_type_error(function):
     with pytest.raises(TypeError, match=r"Data"):
         call(function, data=np.zeros((NV, 10)))
+
+
+OUT_FUNCTIONS = {"rnea": (NV,), "gravity": (NV,), "nonlinear_effects": (NV,),
+                 "mass_matrix": (NV, NV), "frame_jacobian": (6, NV)}
+READ_ONLY = np.zeros(NV)
+READ_ONLY.flags.writeable = False
+WRONG_OUT = {"short": np.zeros(NV - 1), "batch shape": np.zeros((1, NV)),
+             "transposed": np.zeros((NV, 6)), "integers": np.zeros(NV, dtype=int),
+             "float32": np.zeros(NV, dtype=np.float32), "read-only": READ_ONLY,
+             "list": [0.0] * NV}
+
+
+@pytest.mark.parametrize("function", OUT_FUNCTIONS)
+@pytest.mark.parametrize("out", WRONG_OUT.values(), ids=WRONG_OUT)
+def test_wrong_out_names_the_expected_array(function, out):
+    shape = OUT_FUNCTIONS[function]
+    before = np.array(out, copy=True)
+    with pytest.raises(ValueError, match=rf"out must be a writeable float64 array of shape "
+                                         rf"{re.escape(str(shape))}"):
+        call(function, out=out)
+    assert np.array_equal(np.asarray(out), before)   # left as it was
+
+
+@pytest.mark.parametrize("function", OUT_FUNCTIONS)
+def test_bad_state_with_out_leaves_out_alone(function):
+    out = np.full(OUT_FUNCTIONS[function], 7.0)
+    with pytest.raises(ValueError, match=r"\bq\b.*\(7,\)"):
+        call(function, q=np.zeros(NV + 1), out=out)
+    assert np.all(out == 7.0)

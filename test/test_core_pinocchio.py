@@ -68,6 +68,49 @@ def test_external_forces(case):
               "rnea with f_ext")
 
 
+def views(x):
+    """x as a strided view (a column of a 2-D array) and as a read-only array."""
+    column = np.zeros((len(x), 3))
+    column[:, 1] = x
+    read_only = np.array(x)
+    read_only.flags.writeable = False
+    return column[:, 1], read_only
+
+
+def test_strided_and_read_only_states(case):
+    """The one-state calls (the kernels' entry points) read q, v, a with any strides."""
+    case, model, ref, states = case
+    q, v, a = states[0]
+    frame = frames(case, model)[-1]
+    for q_, v_, a_ in zip(views(q), views(v), views(a)):
+        close(rd.rnea(model, q_, v_, a_), ref.rnea(q, v, a), "rnea")
+        close(rd.gravity(model, q_), ref.gravity(q), "gravity")
+        close(rd.nonlinear_effects(model, q_, v_), ref.nonlinear_effects(q, v),
+              "nonlinear_effects")
+        close(rd.mass_matrix(model, q_), ref.mass_matrix(q), "mass_matrix")
+        close(rd.frame_jacobian(model, q_, frame),
+              ref.frame_jacobian(q, frame, "LOCAL_WORLD_ALIGNED"), "frame_jacobian")
+
+
+def test_results_into_out(case):
+    """out= (contiguous, or strided: a column or rows of a larger array) receives the result."""
+    case, model, ref, states = case
+    q, v, a = states[1]
+    frame, n = frames(case, model)[-1], model.nv
+    for kind in ("contiguous", "strided"):
+        def out(*shape):
+            return np.zeros(shape) if kind == "contiguous" else np.zeros((*shape, 2))[..., 1]
+        results = [(rd.rnea, (q, v, a), out(n), ref.rnea(q, v, a)),
+                   (rd.gravity, (q,), out(n), ref.gravity(q)),
+                   (rd.nonlinear_effects, (q, v), out(n), ref.nonlinear_effects(q, v)),
+                   (rd.mass_matrix, (q,), out(n, n), ref.mass_matrix(q)),
+                   (rd.frame_jacobian, (q, frame), out(6, n),
+                    ref.frame_jacobian(q, frame, "LOCAL_WORLD_ALIGNED"))]
+        for function, arguments, array, expected in results:
+            assert function(model, *arguments, out=array) is array
+            close(array, expected, f"{function.__name__} into out")
+
+
 def test_mass_matrix(case):
     _, model, ref, states = case
     for q, _, _ in states:

@@ -102,6 +102,23 @@ def test_batched_calls_equal_one_state_calls(name, call):
     close(batch, np.array([call(*state) for state in zip(q, v, a)]), 1e-12)
 
 
+@pytest.mark.parametrize('name, call', [
+    ('rnea', lambda q, v, a, **out: rd.rnea(MODEL, q, v, a, **out)),
+    ('gravity', lambda q, v, a, **out: rd.gravity(MODEL, q, **out)),
+    ('nonlinear_effects', lambda q, v, a, **out: rd.nonlinear_effects(MODEL, q, v, **out)),
+    ('mass_matrix', lambda q, v, a, **out: rd.mass_matrix(MODEL, q, **out)),
+    ('frame_jacobian', lambda q, v, a, **out: rd.frame_jacobian(MODEL, q, FRAME, **out)),
+])
+def test_out_receives_the_reduced_result(name, call):
+    for q, v, a in (tuple(x[0] for x in states(1, seed=5)), states(3, seed=6)):   # 1, N states
+        expected = call(q, v, a)
+        out = np.full(expected.shape, np.nan)
+        assert call(q, v, a, out=out) is out
+        close(out, expected, 0.0)
+        with pytest.raises(ValueError, match='out must be a writeable float64 array'):
+            call(q, v, a, out=out[..., :-1])
+
+
 def test_frame_velocity_is_the_jacobian_times_q_dot():
     q, v, _ = states(1, seed=5)
     close(rd.frame_velocity(MODEL, q[0], v[0], FRAME),

@@ -28,6 +28,8 @@ def main(argv=None):
                         help='skip the start-up measurement (it compiles every kernel cold)')
     parser.add_argument('--skip-nodes', action='store_true',
                         help='skip the node section (node processes on loopback DDS)')
+    parser.add_argument('--single-only', action='store_true',
+                        help='only the one-state table (about a minute)')
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -37,6 +39,8 @@ def main(argv=None):
     print(f"## One state, 7-dof Panda ({results['machine']['cpu']})\n")
     results['single'] = suites.single_state(rounds)
     print(report.single_table(results['single']), flush=True)
+    if args.single_only:
+        return finish(results, out)
 
     print('\n## Control laws, one state per call, Panda\n')
     results['control'] = suites.control_laws(rounds)
@@ -64,6 +68,11 @@ def main(argv=None):
         results['nodes'] = nodes.measure(args.quick)
         print(nodes.report(results['nodes']))
 
+    finish(results, out)
+
+
+def finish(results, out):
+    """Save the results with the load average after the run."""
     results['load_average_after'] = os.getloadavg()
     report.save(results, out / 'benchmark.json')
     print(f"\nload average before {results['machine']['load_average']}, after "

@@ -56,6 +56,13 @@ SINGLE = [
     ('forward_dynamics', 'rd.forward_dynamics(model, q, v, a)', 'pin.aba(pm, pd, q, v, a)', 2.0),
     ('task_space_inertia', 'rd.task_space_inertia(model, q, tip)',
      'pin_task_space_inertia(q)', 1.0),
+    # into the caller's array, as Pinocchio writes into its Data (issue 21)
+    ('rnea, out=', 'rd.rnea(model, q, v, a, out=tau)', 'pin.rnea(pm, pd, q, v, a)', 1.0),
+    ('gravity, out=', 'rd.gravity(model, q, out=tau)',
+     'pin.computeGeneralizedGravity(pm, pd, q)', 1.0),
+    ('mass_matrix, out=', 'rd.mass_matrix(model, q, out=M)', 'pin.crba(pm, pd, q)', 1.0),
+    ('frame_jacobian, out=', 'rd.frame_jacobian(model, q, tip, out=J)',
+     'pin.computeFrameJacobian(pm, pd, q, frame, LWA)', 1.0),
 ]
 
 
@@ -64,7 +71,8 @@ def single_state(rounds):
     model, _, namespace = panda()
     rng = np.random.default_rng(0)
     namespace.update(q=rng.uniform(model.lower, model.upper), v=rng.uniform(-1, 1, model.nv),
-                     a=rng.uniform(-1, 1, model.nv))
+                     a=rng.uniform(-1, 1, model.nv), tau=np.empty(model.nv),
+                     M=np.empty((model.nv, model.nv)), J=np.empty((6, model.nv)))
     rows = []
     for name, ours, theirs, target in SINGLE:
         t = interleaved({'ours': ours, 'pinocchio': theirs}, namespace, rounds)

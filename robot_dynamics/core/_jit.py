@@ -15,7 +15,12 @@ compiled cycle calls). The cache sits in ``__pycache__`` beside the sources when
 that is writable, else in the user's cache directory (``$XDG_CACHE_HOME/numba``, by default
 ``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both. With no writable place the kernels are
 compiled on every start instead.
+
+``strict(kernel, *types)`` is the kernel for these argument types only, for the public functions'
+one-state calls: it refuses any others with a TypeError, checked by numba's dispatch in C, and
+compiles nothing more; so the caller checks no types in Python.
 """
+import functools
 import hashlib
 import pathlib
 import types
@@ -23,11 +28,13 @@ import warnings
 
 import numba
 from numba.core import caching, dispatcher
+from numba.core.registry import cpu_target
 
 _CORE = pathlib.Path(__file__).resolve().parent
 SOURCES = sorted([_CORE / '_jit.py', _CORE / 'layout.py', _CORE / 'spatial.py',
                   _CORE / 'arguments.py', _CORE / 'limits.py', *(_CORE / 'algorithms').glob('*.py'),
                   _CORE.parent / 'nodes' / 'cdr.py'])   # kernels that kernels elsewhere call
+_TYPING = cpu_target.typing_context
 STAMP = hashlib.sha256(b''.join(path.read_bytes() for path in SOURCES)).hexdigest()
 
 
@@ -72,12 +79,46 @@ def jit(function):
     return _compile(function)
 
 
-def parallel(kernel):
-    """The same source as ``kernel``, compiled with ``parallel=True`` (its own cache entry)."""
+def _twin(kernel, suffix):
+    """A copy of the kernel's Python function, named with ``suffix`` (its own cache entry)."""
     function = getattr(kernel, 'py_func', kernel)
     twin = types.FunctionType(function.__code__, function.__globals__,
-                              function.__name__ + '_parallel', function.__defaults__,
+                              function.__name__ + suffix, function.__defaults__,
                               function.__closure__)
-    twin.__qualname__ = function.__qualname__ + '_parallel'
+    twin.__qualname__ = function.__qualname__ + suffix
     twin.__doc__ = function.__doc__
-    return _compile(twin, parallel=True)
+    return twin
+
+
+def parallel(kernel):
+    """The same source as ``kernel``, compiled with ``parallel=True`` (its own cache entry)."""
+    return _compile(_twin(kernel, '_parallel'), parallel=True)
+
+
+def strict(name, namespace, kernel, *argument_types):
+    """A stand-in for ``namespace[name]``: its first call puts the strict kernel there.
+
+    That is the kernel compiled for ``argument_types`` only (or loaded from the cache), which
+    raises TypeError for other types; under NUMBA_DISABLE_JIT it checks them in Python.
+    """
+    def compile_and_call(*arguments):
+        if isinstance(kernel, dispatcher.Dispatcher):
+            compiled = _compile(_twin(kernel, '_strict'))
+            compiled.compile(argument_types)
+            compiled.disable_compile()
+        else:
+            compiled = functools.partial(_checked, kernel, argument_types)
+        namespace[name] = compiled
+        return compiled(*arguments)
+    return compile_and_call
+
+
+def _checked(function, argument_types, *arguments):
+    for x, expected in zip(arguments, argument_types):
+        try:
+            found = numba.typeof(x)
+        except ValueError:   # no numba type at all
+            found = None
+        if found is None or _TYPING.can_convert(found, expected) is None:
+            raise TypeError(f'{function.__name__}: {found} where {expected} was expected')
+    return function(*arguments)

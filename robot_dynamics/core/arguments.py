@@ -5,8 +5,14 @@ A float64 ndarray goes to the kernel as it is; anything else (lists, integers) i
 shapes (``state_status``) and returns a status: 0, or the 1-based position of the offending
 argument among (q, v, a or τ, f_ext), or one of the codes below; only then does the Python
 function build the message (``argument_error``).
+
+A one-state call first tries the kernel compiled for the types below only (``_jit.strict``):
+numba's dispatch checks them, the kernel the shapes (also of the caller's ``out=`` array). Any
+other types (TypeError) or a bad status take the general path, which converts or refuses them
+with its message; ``out`` is checked there by ``output``.
 """
 import numpy as np
+from numba import types
 
 from ._jit import jit
 from .layout import WS_M
@@ -16,7 +22,15 @@ F64 = np.dtype(float)
 BAD_DATA = 8                # the workspace belongs to a model of another size
 NOT_POSITIVE_DEFINITE = 9   # M(q) is not positive definite (not a valid rigid-body model)
 SINGULAR = 10               # the task-space mobility J M^-1 J^T is singular
+BAD_OUT = 11                # the result array has the wrong shape
 NO_WRENCHES = np.zeros((0, 6))
+
+# the argument types of the one-state kernels (``_jit.strict``)
+TABLE_TYPE = types.Array(types.float64, 2, 'C', readonly=True)   # model.table, model.frames
+WORKSPACE_TYPE = types.Array(types.float64, 2, 'C')              # model.workspaces.ws
+VECTOR_TYPE = types.Array(types.float64, 1, 'C')                 # q, v, a, τ
+MATRIX_TYPE = types.Array(types.float64, 2, 'C')                 # f_ext (nb, 6), M, J
+INDEX_TYPE = types.int64                                         # frame, reference
 
 
 @jit
@@ -50,6 +64,21 @@ def state_status(table, ws, q, v, a, f_ext):
     return 0
 
 
+@jit
+def vector_status(status, q, out):
+    """status, or BAD_OUT where it is 0 and out (τ) has not the shape of q."""
+    return BAD_OUT if status == 0 and out.shape != q.shape else status
+
+
+@jit
+def matrix_status(status, q, out, rows):
+    """status, or BAD_OUT where it is 0 and out is not q's batch shape followed by (rows, nv)."""
+    if status == 0 and (out.shape[:-2] != q.shape[:-1]
+                        or out.shape[-2:] != (rows, q.shape[q.ndim - 1])):
+        return BAD_OUT
+    return status
+
+
 def joint_shapes(model, name):
     """The expected shape of the argument ``name``, in words."""
     if name == 'f_ext':
@@ -63,6 +92,8 @@ def argument_error(model, status, **arguments):
     """The exception for a kernel's status; ``arguments`` in the kernel's order (q, v, a, f_ext)."""
     if status == NOT_POSITIVE_DEFINITE:
         return ValueError('mass matrix is not positive definite at this configuration')
+    if status == BAD_OUT:
+        return ValueError('out has the wrong shape for this result')
     if status == BAD_DATA:
         return ValueError(f'data is the workspace of another model: make it with Data(model) for '
                           f'this one ({model.nb} bodies)')
@@ -91,6 +122,24 @@ def joint_arrays(model, **arrays):
                              f'got {got}')
         converted.append(np.ascontiguousarray(array, dtype=float))
     return converted
+
+
+def output(out, shape):
+    """The caller's ``out``, once checked: a writeable float64 ndarray of the result's shape."""
+    if not (type(out) is np.ndarray and out.dtype is F64 and out.shape == shape
+            and out.flags.writeable):
+        got = (f'{"" if out.flags.writeable else "read-only "}{out.dtype} array of shape '
+               f'{out.shape}' if isinstance(out, np.ndarray) else type(out).__name__)
+        raise ValueError(f'out must be a writeable float64 array of shape {shape}, got {got}')
+    return out
+
+
+def copy_into(out, result):
+    """``result``, or (with the caller's ``out``) ``out`` holding a copy of it."""
+    if out is None:
+        return result
+    output(out, result.shape)[...] = result
+    return out
 
 
 def wrenches(model, f_ext):

@@ -10,8 +10,10 @@ O(n·depth).
 import numpy as np
 from numba import prange
 
-from .._jit import jit, parallel
-from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
+from .._jit import jit, parallel, strict
+from ..arguments import (F64, MATRIX_TYPE, TABLE_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
+                         argument_error, copy_into, joint_arrays, matrix_status, output,
+                         state_status, workspace)
 from ..layout import BODY_ARMATURE, BODY_INERTIA, BODY_PARENT, WS_IC, WS_PREL, WS_RREL
 from ..mimic import MATRIX, reduced
 from ..spatial import accumulate, force_to_parent, load3, load9, load10, store, transform_inertia
@@ -56,7 +58,7 @@ def mass_matrix_state(table, q, ws, M):
 @jit
 def mass_matrix_kernel(table, q, ws, M):
     """mass_matrix_state for one state or each row of a 2-D q; returns the status."""
-    status = state_status(table, ws, q, None, None, None)
+    status = matrix_status(state_status(table, ws, q, None, None, None), q, M, table.shape[0])
     if status == 0 and q.ndim == 1:
         mass_matrix_state(table, q, ws, M)
     elif status == 0 and q.ndim == 2:
@@ -68,19 +70,30 @@ def mass_matrix_kernel(table, q, ws, M):
 
 
 mass_matrix_parallel = parallel(mass_matrix_kernel)
+MASS_MATRIX_ONE = strict('MASS_MATRIX_ONE', globals(), mass_matrix_kernel, TABLE_TYPE,
+                         VECTOR_TYPE, WORKSPACE_TYPE, MATRIX_TYPE)   # one state (rnea.RNEA_ONE)
 
 
-def mass_matrix(model, q, data=None):
+def mass_matrix(model, q, data=None, out=None):
     """Joint-space mass matrix M(q) + diag(armature), symmetric positive definite.
 
-    (N, nv, nv) for q (N, nv).
+    (N, nv, nv) for q (N, nv). ``out`` as in ``rnea``.
     """
+    if data is None and not model.mimic:
+        try:   # one state of float64 arrays, else (the error or a bad status) the general path
+            nv = len(model.table)   # (not len(q): a batch of N states would make it N x N)
+            M = np.empty((nv, nv)) if out is None else out
+            if not MASS_MATRIX_ONE(model.table, q, model.workspaces.ws, M):
+                return M
+        except (TypeError, ValueError):   # no numba type for an argument, or another one
+            pass
     if model.mimic:
-        return reduced(mass_matrix, model, q, out=MATRIX, data=data)
+        return copy_into(out, reduced(mass_matrix, model, q, out=MATRIX, data=data))
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)
-    M = np.empty((nv, nv) if q.ndim == 1 else q.shape[:-1] + (nv, nv))
+    shape = (nv, nv) if q.ndim == 1 else q.shape[:-1] + (nv, nv)
+    M = np.empty(shape) if out is None else output(out, shape)
     ws = model.workspaces.ws if data is None else workspace(model, data)
     status = mass_matrix_kernel(model.table, q, ws, M)
     if status:

@@ -14,8 +14,10 @@ import enum
 import numpy as np
 from numba import prange
 
-from .._jit import jit
-from ..arguments import F64, argument_error, joint_arrays, state_status, workspace
+from .._jit import jit, strict
+from ..arguments import (F64, INDEX_TYPE, MATRIX_TYPE, TABLE_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
+                         argument_error, copy_into, joint_arrays, matrix_status, output,
+                         state_status, workspace)
 from ..layout import BODY_PARENT, FRAME_BODY, FRAME_POS, FRAME_ROT, WS_A, WS_P, WS_R, WS_S, WS_V
 from ..mimic import BODY, JACOBIAN, reduced
 from ..spatial import (add, cross, load3, load9, motion_to_child, rotate, rotate_transpose,
@@ -148,7 +150,7 @@ def frame_pose_kernel(table, frames, f, q, ws, T):
 @jit
 def frame_jacobian_kernel(table, frames, f, reference, q, ws, J):
     """frame_jacobian_state for one state or each row of a 2-D q; returns the status."""
-    status = state_status(table, ws, q, None, None, None)
+    status = matrix_status(state_status(table, ws, q, None, None, None), q, J, 6)
     if status == 0 and q.ndim == 1:
         frame_jacobian_state(table, frames, f, reference, q, ws, J)
     elif status == 0 and q.ndim == 2:
@@ -181,6 +183,11 @@ def frame_motion_kernel(table, frames, f, reference, acceleration, q, v, ws, out
     return status
 
 
+FRAME_JACOBIAN_ONE = strict('FRAME_JACOBIAN_ONE', globals(), frame_jacobian_kernel, TABLE_TYPE,
+                            TABLE_TYPE, INDEX_TYPE, INDEX_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
+                            MATRIX_TYPE)   # one state (rnea.RNEA_ONE)
+
+
 def frame_pose(model, q, frame, data=None):
     """4x4 pose of a named frame in the base frame."""
     if model.mimic:
@@ -195,15 +202,27 @@ def frame_pose(model, q, frame, data=None):
     return T
 
 
-def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None):
-    """6 x nv Jacobian of a named frame, angular rows first, in ``reference``."""
+def frame_jacobian(model, q, frame, reference=LOCAL_WORLD_ALIGNED, data=None, out=None):
+    """6 x nv Jacobian of a named frame, angular rows first, in ``reference``.
+
+    ``out`` as in ``rnea``.
+    """
+    if data is None and not model.mimic:
+        try:   # one state of float64 arrays, a known frame and reference, else the general path
+            J = np.empty((6, len(model.table))) if out is None else out
+            if not FRAME_JACOBIAN_ONE(model.table, model.frames, model._frame_index[frame],
+                                      _CODES[reference], q, model.workspaces.ws, J):
+                return J
+        except (TypeError, ValueError, KeyError):
+            pass
     if model.mimic:
-        return reduced(frame_jacobian, model, q, out=JACOBIAN, frame=frame, reference=reference,
-                       data=data)
+        return copy_into(out, reduced(frame_jacobian, model, q, out=JACOBIAN, frame=frame,
+                                      reference=reference, data=data))
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
     nv = len(model.table)
-    J = np.empty((6, nv) if q.ndim == 1 else q.shape[:-1] + (6, nv))
+    shape = (6, nv) if q.ndim == 1 else q.shape[:-1] + (6, nv)
+    J = np.empty(shape) if out is None else output(out, shape)
     ws = model.workspaces.ws if data is None else workspace(model, data)
     status = frame_jacobian_kernel(model.table, model.frames, model.frame_index(frame),
                                    reference_code(reference), q, ws, J)

@@ -20,9 +20,10 @@ energy P = -Σ m_i g·c_i, is a sum over subtrees of first moments (``gravity_st
 import numpy as np
 from numba import prange
 
-from .._jit import jit, parallel
-from ..arguments import (F64, NO_WRENCHES, argument_error, joint_arrays, state_status, workspace,
-                         wrenches)
+from .._jit import jit, parallel, strict
+from ..arguments import (F64, MATRIX_TYPE, NO_WRENCHES, TABLE_TYPE, VECTOR_TYPE,
+                         WORKSPACE_TYPE, argument_error, copy_into, joint_arrays, output,
+                         state_status, vector_status, workspace, wrenches)
 from ..layout import (BODY_ARMATURE, BODY_AXES, BODY_GRAVITY, BODY_INERTIA, BODY_PARENT, WS_A,
                       WS_F, WS_HM, WS_P, WS_PREL, WS_R, WS_RREL, WS_S, WS_V)
 from ..mimic import TORQUE, reduced
@@ -136,7 +137,7 @@ def gravity_state(table, q, ws, tau):
 @jit
 def rnea_kernel(table, q, v, a, f_ext, ws, tau):
     """rnea_state for one state, or for each row of 2-D q, v, a (f_ext (nb, 6) is shared)."""
-    status = state_status(table, ws, q, v, a, f_ext)
+    status = vector_status(state_status(table, ws, q, v, a, f_ext), q, tau)
     if status == 0 and q.ndim == 1 and v.ndim == 1 and a.ndim == 1 and f_ext.ndim == 2:
         rnea_state(table, q, v, a, f_ext, ws, tau)
     elif (status == 0 and q.ndim == 2 and v.ndim == 2 and a.ndim == 2
@@ -151,7 +152,7 @@ def rnea_kernel(table, q, v, a, f_ext, ws, tau):
 @jit
 def nonlinear_effects_kernel(table, q, v, ws, tau):
     """rnea_state at q̈ = 0 for one state or each row of 2-D q, v."""
-    status = state_status(table, ws, q, v, None, None)
+    status = vector_status(state_status(table, ws, q, v, None, None), q, tau)
     if status == 0 and q.ndim == 1 and v.ndim == 1:
         rnea_state(table, q, v, None, None, ws, tau)
     elif status == 0 and q.ndim == 2 and v.ndim == 2:
@@ -165,7 +166,7 @@ def nonlinear_effects_kernel(table, q, v, ws, tau):
 @jit
 def gravity_kernel(table, q, ws, tau):
     """gravity_state for one state or each row of a 2-D q."""
-    status = state_status(table, ws, q, None, None, None)
+    status = vector_status(state_status(table, ws, q, None, None, None), q, tau)
     if status == 0 and q.ndim == 1:
         gravity_state(table, q, ws, tau)
     elif status == 0 and q.ndim == 2:
@@ -179,22 +180,40 @@ def gravity_kernel(table, q, ws, tau):
 rnea_parallel = parallel(rnea_kernel)
 nonlinear_effects_parallel = parallel(nonlinear_effects_kernel)
 gravity_parallel = parallel(gravity_kernel)
+# one state of float64 arrays (``strict``): arguments as in the kernel
+RNEA_ONE = strict('RNEA_ONE', globals(), rnea_kernel, TABLE_TYPE, VECTOR_TYPE, VECTOR_TYPE,
+                  VECTOR_TYPE, MATRIX_TYPE, WORKSPACE_TYPE, VECTOR_TYPE)
+NONLINEAR_EFFECTS_ONE = strict('NONLINEAR_EFFECTS_ONE', globals(), nonlinear_effects_kernel,
+                               TABLE_TYPE, VECTOR_TYPE, VECTOR_TYPE, WORKSPACE_TYPE,
+                               VECTOR_TYPE)
+GRAVITY_ONE = strict('GRAVITY_ONE', globals(), gravity_kernel, TABLE_TYPE, VECTOR_TYPE,
+                     WORKSPACE_TYPE, VECTOR_TYPE)
 
 
-def rnea(model, q, v, a, f_ext=None, data=None):
+def rnea(model, q, v, a, f_ext=None, data=None, out=None):
     """Inverse dynamics τ = M(q) q̈ + C(q, q̇) q̇ + g(q) + τ_f(q̇) - Σ J_i^T F_ext,i.
 
     M includes the joints' armature, τ_f is their friction (``joint_friction``).
 
     ``f_ext``: (nb, 6) external wrenches (moment, force) on each body, in its body frame.
     q, v, a of shape (N, nv) give τ of shape (N, nv), with f_ext (N, nb, 6) or shared (nb, 6).
+    ``out``: a writeable float64 array of τ's shape, not overlapping the inputs, that receives τ
+    and is returned in place of a new array (MuJoCo's style).
     """
+    if data is None and not model.mimic:
+        try:   # one state of float64 arrays, else (the error or a bad status) the general path
+            tau = np.empty(len(q)) if out is None else out
+            if not RNEA_ONE(model.table, q, v, a, NO_WRENCHES if f_ext is None else f_ext,
+                            model.workspaces.ws, tau):
+                return tau
+        except (TypeError, ValueError):   # no numba type for an argument, or another one
+            pass
     if model.mimic:
-        return reduced(rnea, model, q, v, a, out=TORQUE, f_ext=f_ext, data=data)
+        return copy_into(out, reduced(rnea, model, q, v, a, out=TORQUE, f_ext=f_ext, data=data))
     if not (type(q) is type(v) is type(a) is np.ndarray and q.dtype is v.dtype is a.dtype is F64):
         q, v, a = joint_arrays(model, q=q, v=v, a=a)
     f = NO_WRENCHES if f_ext is None else wrenches(model, f_ext)
-    tau = np.empty(q.shape)
+    tau = np.empty(q.shape) if out is None else output(out, q.shape[:-1] + (len(model.table),))
     ws = model.workspaces.ws if data is None else workspace(model, data)
     status = rnea_kernel(model.table, q, v, a, f, ws, tau)
     if status:
@@ -202,16 +221,23 @@ def rnea(model, q, v, a, f_ext=None, data=None):
     return tau
 
 
-def gravity(model, q, data=None):
+def gravity(model, q, data=None, out=None):
     """g(q) = rnea(q, 0, 0): the torques that hold the arm still (gravity compensation).
 
-    Friction τ_f(0) = 0 and armature (times q̈ = 0) do not enter.
+    Friction τ_f(0) = 0 and armature (times q̈ = 0) do not enter. ``out`` as in ``rnea``.
     """
+    if data is None and not model.mimic:
+        try:   # one state of float64 arrays, else (the error or a bad status) the general path
+            tau = np.empty(len(q)) if out is None else out
+            if not GRAVITY_ONE(model.table, q, model.workspaces.ws, tau):
+                return tau
+        except (TypeError, ValueError):   # no numba type for an argument, or another one
+            pass
     if model.mimic:
-        return reduced(gravity, model, q, out=TORQUE, data=data)
+        return copy_into(out, reduced(gravity, model, q, out=TORQUE, data=data))
     if not (type(q) is np.ndarray and q.dtype is F64):
         q, = joint_arrays(model, q=q)
-    tau = np.empty(q.shape)
+    tau = np.empty(q.shape) if out is None else output(out, q.shape[:-1] + (len(model.table),))
     ws = model.workspaces.ws if data is None else workspace(model, data)
     status = gravity_kernel(model.table, q, ws, tau)
     if status:
@@ -219,13 +245,23 @@ def gravity(model, q, data=None):
     return tau
 
 
-def nonlinear_effects(model, q, v, data=None):
-    """C(q, q̇) q̇ + g(q) + τ_f(q̇) = rnea(q, q̇, 0): the joint friction included."""
+def nonlinear_effects(model, q, v, data=None, out=None):
+    """C(q, q̇) q̇ + g(q) + τ_f(q̇) = rnea(q, q̇, 0): the joint friction included.
+
+    ``out`` as in ``rnea``.
+    """
+    if data is None and not model.mimic:
+        try:   # one state of float64 arrays, else (the error or a bad status) the general path
+            tau = np.empty(len(q)) if out is None else out
+            if not NONLINEAR_EFFECTS_ONE(model.table, q, v, model.workspaces.ws, tau):
+                return tau
+        except (TypeError, ValueError):   # no numba type for an argument, or another one
+            pass
     if model.mimic:
-        return reduced(nonlinear_effects, model, q, v, out=TORQUE, data=data)
+        return copy_into(out, reduced(nonlinear_effects, model, q, v, out=TORQUE, data=data))
     if not (type(q) is type(v) is np.ndarray and q.dtype is v.dtype is F64):
         q, v = joint_arrays(model, q=q, v=v)
-    tau = np.empty(q.shape)
+    tau = np.empty(q.shape) if out is None else output(out, q.shape[:-1] + (len(model.table),))
     ws = model.workspaces.ws if data is None else workspace(model, data)
     status = nonlinear_effects_kernel(model.table, q, v, ws, tau)
     if status:
