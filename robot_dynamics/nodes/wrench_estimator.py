@@ -152,7 +152,9 @@ class WrenchEstimator(ArmNode):
         observer.update(q, zero, zero, 0.0)
         observer.wrench(q, observer.update(q, zero, zero, 1e-3), m.tip, self.config.reference,
                         self.config.damping)
-        rd.gravity(m, q), rd.mass_matrix(m, q)   # what check_singularity and health call
+        state = q.copy()   # what check_singularity and health call, on a state's writable q
+        rd.gravity(m, state), rd.mass_matrix(m, state)
+        rd.frame_jacobian(m, state, m.tip, self.config.reference)
         cdr.warm_up(m.joint_names)
         if self.cycle is not None:
             estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame,
