@@ -80,7 +80,10 @@ class Arm(ArmView):
         return codes
 
     def swing(self, waypoints, times):
-        """Send the swing; returns (t, q, v) of the states from its start until at rest at the end.
+        """Send the swing; (t, q, v) of the states from its start until at rest at the end.
+
+        t in seconds from the trajectory's start (its stamp), not from the first state recorded:
+        the probe may miss the first few (an arrival measured from it came out early).
 
         The end: 0.1 s of states within 1e-3 rad of the last waypoint, every |q̇| < 0.01 rad/s.
         """
@@ -92,7 +95,7 @@ class Arm(ArmView):
             t, q, v = self.window(start)
             done = (np.abs(q - waypoints[-1]).max(axis=1) < 1e-3) & (np.abs(v).max(axis=1) < 0.01)
             if t[-1] - start > times[-1] and done[t >= t[-1] - 0.1].all():
-                return t, q, v
+                return t - start, q, v
             assert time.monotonic() < deadline, (
                 f'the swing did not end: last state q {q[-1]}, v {v[-1]} at {t[-1] - start:.3f} s '
                 f'(goal {waypoints[-1]})\n{self.launch.logs()}')
@@ -149,9 +152,9 @@ def contact(model, q, v, region):
 
 
 def arrival(run, goal):
-    """Seconds from the first state of a run to the first within 0.02 rad of the goal."""
+    """Seconds from a run's start to its first state within 0.02 rad of the goal."""
     t, q, _ = run
-    return t[np.argmax(np.abs(q - goal).max(axis=1) < 0.02)] - t[0]
+    return t[np.argmax(np.abs(q - goal).max(axis=1) < 0.02)]
 
 
 # Both engines. The MuJoCo swings had failed under load averages of 15 (speed / v_max up to 1.53)
