@@ -22,6 +22,7 @@ from robot_dynamics.core._jit import jit
 from .joint_states import JointStateReader
 
 OK, NONE, PLAIN = 0, 1, 2           # statuses of the compiled reader
+HEADER_STAMP = struct.Struct('<iI')   # std_msgs/Header's stamp, after the encapsulation header
 # info slots: stamp, frame_id (offset, bytes), names (count, offset of the first), then the
 # count and offset of the position, velocity and effort arrays
 SEC, NANOSEC, FRAME, FRAME_LEN, NAMES, NAMES_AT, COUNTS, OFFSETS = 0, 1, 2, 3, 4, 5, 6, 9
@@ -140,6 +141,11 @@ def read_state(buf, ref, cfg, out, info):
             if not _gather(buf, info[OFFSETS + f], index, out[f]):
                 return PLAIN
     return OK
+
+
+def header_stamp(data):
+    """(sec, nanosec) of a serialized message that begins with a std_msgs/Header (None: short)."""
+    return HEADER_STAMP.unpack_from(data, 4) if len(data) >= 12 else None
 
 
 def names_blob(names):
@@ -277,7 +283,7 @@ class JointStateWriter:
 
         Without values, those already in ``fields``.
         """
-        self.buffer[4:12] = struct.pack('<iI', sec, nanosec)
+        HEADER_STAMP.pack_into(self.buffer, 4, sec, nanosec)
         for field, x in zip(self.fields, values):
             field[:] = x
         return bytes(self.buffer)
@@ -301,7 +307,7 @@ class WrenchStampedWriter:
 
     def serialized(self, sec, nanosec, wrench=None):
         """The message stamped (sec, nanosec) with this wrench (None: that in ``values``)."""
-        self.buffer[4:12] = struct.pack('<iI', sec, nanosec)
+        HEADER_STAMP.pack_into(self.buffer, 4, sec, nanosec)
         if wrench is not None:
             self.values[:3], self.values[3:] = wrench[3:], wrench[:3]
         return bytes(self.buffer)

@@ -75,7 +75,6 @@ the same on every path, so they give the same commands.
 """
 import dataclasses
 import math
-import struct
 import time
 
 import numpy as np
@@ -105,7 +104,6 @@ GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
 MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
 RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
-STAMP = struct.Struct('<iI')   # a serialized header's stamp, after the encapsulation header
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
             'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
 
@@ -412,27 +410,26 @@ class DynamicsController(ArmNode):
         what ``on_state`` does for such a state.
         """
         cycle, limiter = self.cycle, self.limiter
+        header = cdr.header_stamp(data)
         if cycle is None or not self.commanding or self.collision.event is not None \
-                or limiter.enabled or limiter.reference is not None or len(data) < 12:
+                or limiter.enabled or limiter.reference is not None or header is None:
             return False
         received = time.perf_counter()
-        sec, nanosec = STAMP.unpack_from(data, 4)
+        sec, nanosec = header
         t, now = sec + 1e-9 * nanosec, self.monotonic()
-        if not t or t < self.t_last or \
-                t - self.t_last > now - self.last_state + self.values['state_timeout']:
+        if not t or self.stamp_error(t, now) is not None:
             return False
-        reference, pending = self.reference, self.pending
-        if pending is not None and t >= pending.start:
-            reference, pending = pending, None
+        reference, pending = self.reference_at(t)
         stamp = sec * 10**9 + nanosec
-        status = cycle.run(data, reference.sample(t) if cycle.law else None,
+        tracking = cycle.law == command_cycle.COMPUTED_TORQUE
+        status = cycle.run(data, reference.sample(t) if tracking else None,
                            self.effort_step(now, stamp))
         if status < 0:
             return False
         q, v, effort = cycle.state()
         self.diagnostics.received()
         self.serialized, self.last_state, self.t_last, self.q_last = True, now, t, q
-        if cycle.law == command_cycle.COMPUTED_TORQUE:
+        if tracking:
             self.reference, self.pending, limiter.state = reference, pending, (q, v)
         self.identification.add(q, v, effort)
         self.published(status, now, stamp)
@@ -471,12 +468,19 @@ class DynamicsController(ArmNode):
         """Out of order or a clock jump while commanding: BadInput (see the module docstring)."""
         if not self.commanding or self.t_last is None:
             return
+        error = self.stamp_error(t, self.monotonic())
+        if error is not None:
+            raise BadInput(error)
+
+    def stamp_error(self, t, now):
+        """Why a state stamped t, at the wall time now, is refused while commanding (or None)."""
         if t < self.t_last:
-            raise BadInput(f'out of order: stamped {self.t_last - t:.4f} s before the newest')
-        allowed = self.monotonic() - self.last_state + self.values['state_timeout']
+            return f'out of order: stamped {self.t_last - t:.4f} s before the newest'
+        allowed = now - self.last_state + self.values['state_timeout']
         if t - self.t_last > allowed:
-            raise BadInput(f'stamp jumped {t - self.t_last:.4f} s ahead (more than {allowed:.4f}'
-                           ' s of wall time and state_timeout)')
+            return (f'stamp jumped {t - self.t_last:.4f} s ahead (more than {allowed:.4f} s of '
+                    'wall time and state_timeout)')
+        return None
 
     def on_valid_state(self, q, t):
         self.last_state, self.t_last = self.monotonic(), t
@@ -531,8 +535,7 @@ class DynamicsController(ArmNode):
             return self.task.control(q, v, t)
         if v is None:
             raise BadInput('computed_torque needs joint velocities')
-        if self.pending is not None and t >= self.pending.start:
-            self.reference, self.pending = self.pending, None
+        self.reference, self.pending = self.reference_at(t)
         tau = self.config.computed_torque(q, v, *self.limiter.sample(self.reference, t, q, v),
                                           t=t)
         if not all_finite(tau):
@@ -543,6 +546,12 @@ class DynamicsController(ArmNode):
             self.reset_integral()
             tau = self.config.gravity_compensation(q)
         return tau
+
+    def reference_at(self, t):
+        """(reference, pending) for the state stamped t: a pending trajectory from its start on."""
+        if self.pending is not None and t >= self.pending.start:
+            return self.pending, None
+        return self.reference, self.pending
 
     def on_trajectory(self, msg):
         if not self.tracking('joint_trajectory'):

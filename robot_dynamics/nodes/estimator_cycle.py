@@ -27,19 +27,20 @@ def estimator_cycle(buf, ref, cfg, state, info, table, frames, tip, reference, w
                     p0, beta0, r0, bias, gain, dt, damping, step, order, torques, wrench):
     """OK with the estimates written, PLAIN or NON_FINITE (then only scratch is written).
 
-    p0, beta0, r0: p, β and r at the previous state; step: p, β, r of this one (written); M, C,
-    J: scratch. torques (joints order) and wrench (force, torque) are the serialized messages'
-    values.
+    p0, beta0, r0: p, β and r at the previous state; step: p, β, r and τ_ext = r − bias of this
+    one (written); M, C, J: scratch. torques (joints order) and wrench (force, torque) are the
+    serialized messages' values.
     """
     if read_state(buf, ref, cfg, state, info) != OK:
         return PLAIN
     if info[COUNTS + 1] == 0 or info[COUNTS + 2] == 0:   # the observer needs q̇ and τ
         return PLAIN
     q, v, nv = state[0], state[1], state.shape[1]
-    p, beta, r = step[0], step[1], step[2]
+    p, beta, r, tau_ext = step[0], step[1], step[2], step[3]
     momentum_state(table, q, v, state[2], ws, M, C, p, beta)
     advance_residual(p, beta, p0, beta0, dt, gain, r0, r)
-    tau_ext = r - bias
+    for i in range(nv):
+        tau_ext[i] = r[i] - bias[i]
     frame_jacobian_state(table, frames, tip, reference, q, ws, J)
     F = damped_wrench(J, tau_ext, damping)
     if not (all_finite(tau_ext) and all_finite(F)):
@@ -69,22 +70,23 @@ class EstimatorCycle:
         self.M, self.C, self.J = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((6, nv))
 
     def run(self, data, dt):
-        """The status of ``estimator_cycle`` on the bytes ``data``, dt s after the anchor.
+        """τ_ext (model order) of the bytes ``data``, dt s after the anchor; None: not served.
 
-        On OK the observer has taken the step and the writers hold the estimates.
+        Served, the observer has taken the step and the writers hold the estimates.
         """
         observer = self.observer
         p0, beta0 = observer.anchor
-        step = np.empty((3, observer.model.nv))
+        step = np.empty((4, observer.model.nv))
         ref, cfg, state, info = self.reader.arrays
         status = estimator_cycle(np.frombuffer(data, np.uint8), ref, cfg, state, info,
                                  self.table, self.frames, self.tip, self.reference, self.ws,
                                  self.M, self.C, self.J, p0, beta0, observer.residual,
                                  observer.bias, observer.gain, dt, self.damping, step,
                                  self.order, self.torques, self.wrench)
-        if status == OK:
-            observer.take_step(step[0], step[1], step[2])
-        return status
+        if status != OK:
+            return None
+        observer.take_step(step[0], step[1], step[2])
+        return step[3]
 
     def state(self):
         """(q, q̇, effort) read by the last successful run (copies)."""

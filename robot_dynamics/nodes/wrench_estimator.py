@@ -32,7 +32,6 @@ Fast path (``fast_path``, default true): joint_states read from their CDR bytes 
 them (the same estimates).
 """
 import dataclasses
-import struct
 import time
 
 import numpy as np
@@ -51,7 +50,6 @@ from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_h
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
-STAMP = struct.Struct('<iI')   # a serialized header's stamp, after the encapsulation header
 COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular',
             'collisions')
 
@@ -153,7 +151,8 @@ class WrenchEstimator(ArmNode):
         observer.wrench(q, observer.update(q, zero, zero, 1e-3), m.tip, self.config.reference,
                         self.config.damping)
         state = q.copy()   # what check_singularity and health call, on a state's writable q
-        rd.gravity(m, state), rd.mass_matrix(m, state)
+        rd.gravity(m, state)
+        rd.mass_matrix(m, state)
         rd.frame_jacobian(m, state, m.tip, self.config.reference)
         cdr.warm_up(m.joint_names)
         if self.cycle is not None:
@@ -177,15 +176,17 @@ class WrenchEstimator(ArmNode):
         and does what ``on_state`` does for it.
         """
         anchor = self.observer.anchor if self.cycle is not None else None
-        if anchor is None or anchor[1] is None or self.last_stamp is None or len(data) < 12:
+        header = cdr.header_stamp(data)
+        if anchor is None or anchor[1] is None or self.last_stamp is None or header is None:
             return False
         received = time.perf_counter()
-        sec, nanosec = STAMP.unpack_from(data, 4)
+        sec, nanosec = header
         stamp = sec + 1e-9 * nanosec
-        dt = stamp - self.last_stamp
-        if not (stamp and 0.0 < dt <= min(self.values['state_timeout'], self.observer.max_dt)):
+        dt = stamp - self.last_stamp   # max_dt: state_timeout or less (max_gap)
+        if not (stamp and 0.0 < dt <= self.observer.max_dt):
             return False
-        if self.cycle.run(data, dt) != cdr.OK:
+        tau_ext = self.cycle.run(data, dt)
+        if tau_ext is None:
             return False
         q, v, effort = self.cycle.state()
         self.diagnostics.received()
@@ -194,7 +195,7 @@ class WrenchEstimator(ArmNode):
         torques, wrench = self.writers
         self.torque_publisher.publish(torques.serialized(sec, nanosec))
         self.wrench_publisher.publish(wrench.serialized(sec, nanosec))
-        self.detect(stamp, self.observer.residual - self.observer.bias, q)
+        self.detect(stamp, tau_ext, q)
         self.diagnostics.time(time.perf_counter() - received)
         return True
 
