@@ -216,6 +216,19 @@ def test_arguments_are_checked():
     assert sim.time == 0.0
 
 
+@pytest.mark.parametrize('field', ['position', 'velocity', 'acceleration'])
+def test_mujoco_divergence_is_an_error_not_a_reset_to_qpos0(field, tmp_path, monkeypatch):
+    """MuJoCo resets a state beyond 1e10 to qpos0 and goes on: the engine must raise instead."""
+    monkeypatch.chdir(tmp_path)   # where MuJoCo writes MUJOCO_LOG.TXT
+    sim, model = arm_engine('ur5e', 'mujoco')
+    q0 = sim.q.copy()
+    q, v, tau = q0.copy(), np.zeros(model.nv), np.zeros(model.nv)
+    {'position': q, 'velocity': v, 'acceleration': tau}[field][1] = 1e12
+    sim.set_state(q, v)
+    with pytest.raises(ValueError, match=f'MuJoCo: non-finite or huge {field} at t = 0.0010 s'):
+        sim.step(tau)
+
+
 def test_missing_mujoco_is_a_clear_error(monkeypatch):
     monkeypatch.setitem(sys.modules, 'mujoco', None)    # import mujoco now raises ImportError
     base, tip, q0 = ARMS['ur5e']

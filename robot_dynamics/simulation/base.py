@@ -16,7 +16,8 @@ class Engine:
     ``_acceleration(tau, F)``: q̈ at the current state;
     ``_tip_rotation()``: 3x3 orientation of the tip frame in the base frame;
     ``_set_state(q, v)`` and ``_holding_torque(F)``: g(q) − Jᵀ F at the current q.
-    ``_advance`` raises ValueError when the state diverges (non-finite accelerations).
+    ``_advance`` raises ValueError when the state diverges (MuJoCo: q, q̇ or q̈ non-finite or
+    beyond 1e10, where MuJoCo itself would reset the arm to qpos0 and go on).
     """
 
     def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):

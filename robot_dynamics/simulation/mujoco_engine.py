@@ -92,11 +92,15 @@ class MujocoEngine(Engine):
 
     def _advance(self, tau, F):
         self._apply(tau, F)
-        d, bad = self.mj_data, self.mj.mjtWarning.mjWARN_BADQACC
-        before = d.warning[bad].number
+        d, warning = self.mj_data, self.mj.mjtWarning
+        bad = {'position': warning.mjWARN_BADQPOS, 'velocity': warning.mjWARN_BADQVEL,
+               'acceleration': warning.mjWARN_BADQACC}
+        before = {name: d.warning[w].number for name, w in bad.items()}
         self._run(self.mj.mj_step)
-        if d.warning[bad].number != before:   # MuJoCo has reset the state to qpos0
-            raise ValueError(f'MuJoCo: non-finite accelerations at t = {d.time:.4f} s')
+        diverged = [name for name, w in bad.items() if d.warning[w].number != before[name]]
+        if diverged:   # MuJoCo has reset the state to qpos0: the arm's motion is lost
+            raise ValueError(f"MuJoCo: non-finite or huge {', '.join(diverged)} at "
+                             f't = {d.time:.4f} s: the simulation diverged')
 
     def _set_state(self, q, v):
         d = self.mj_data
