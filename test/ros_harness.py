@@ -299,6 +299,24 @@ class Probe(Node):
                 f'no publisher on {recorder.subscription.topic_name}'
             time.sleep(0.02)
 
+    def until_answered(self, publisher, make_message, recorder, timeout=30.0):
+        """Publish make_message() until the recorder hears an answer: matched on both sides.
+
+        A publisher sees the subscription before the subscriber has matched the publisher, and
+        what it sends until then is lost; on a loaded machine that can take seconds. The
+        assertion says which side had matched.
+        """
+        count, deadline = len(recorder), time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            publisher.publish(make_message())
+            if recorder.wait(count + 1, timeout=0.05):
+                return
+        raise AssertionError(
+            f'no answer on {recorder.subscription.topic_name} in {timeout} s of publishing on '
+            f'{publisher.topic_name}: the publisher has '
+            f'{publisher.get_subscription_count()} subscriptions, the recorder '
+            f'{recorder.subscription.get_publisher_count()} publishers')
+
     def call(self, srv_type, service, request, timeout=10.0):
         client = self.clients_.get(service)
         if client is None:

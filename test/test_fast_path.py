@@ -308,9 +308,12 @@ def test_both_paths_over_dds_answer_alike(ros):
             probe.wait_for_publishers(recorders[path])
         order = [3, 0, 6, 1, 5, 2, 4]
 
+        def state(q):
+            return joint_state([JOINTS[i] for i in order] + ['panda_finger_joint1'],
+                               [*np.asarray(q)[order], 0.0], [0.0] * 8, [0.0] * 8, time.time())
+
         def send(q, answered=True):
-            msg = joint_state([JOINTS[i] for i in order] + ['panda_finger_joint1'],
-                              [*np.asarray(q)[order], 0.0], [0.0] * 8, [0.0] * 8, time.time())
+            msg = state(q)
             counts = {path: len(recorders[path]) for path in publishers}
             for path in publishers:
                 publishers[path].publish(msg)
@@ -320,9 +323,8 @@ def test_both_paths_over_dds_answer_alike(ros):
                     and np.array(recorders[path].messages[counts[path]].data)
                     for path in publishers}
 
-        for _ in range(100):   # until both have matched the probe's publishers
-            if all(isinstance(c, np.ndarray) for c in send(POSE).values()):
-                break
+        for path in publishers:
+            probe.until_answered(publishers[path], lambda: state(POSE), recorders[path])
         time.sleep(0.5)   # any late answer to a state sent before discovery completed
         for q in (POSE, POSE[::-1] * 0.5, [math.nan, *POSE[1:]], POSE + 0.1):
             commands = send(q, answered=np.isfinite(q).all())

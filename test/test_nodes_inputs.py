@@ -99,10 +99,7 @@ def controller():
         c.startup = c.launch.ready()
         c.probe.wait_for_subscribers(c.states)
         c.probe.wait_for_publishers(c.commands)
-        for _ in range(100):   # until discovery is complete on the controller's side too
-            c.states.publish(c.state(POSE))
-            if c.commands.wait(1, timeout=0.05):
-                break
+        c.probe.until_answered(c.states, lambda: c.state(POSE), c.commands)
         time.sleep(0.2)
         yield c
     finally:
@@ -160,12 +157,8 @@ def test_best_effort_and_reliable_publishers_are_both_heard(controller):
     qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT)
     publisher = controller.probe.create_publisher(JointState, 'joint_states', qos)
     controller.probe.wait_for_subscribers(publisher)
-    count = len(controller.commands)
-    for _ in range(40):   # best effort: retry until discovery has completed on both sides
-        publisher.publish(controller.state(POSE))
-        if controller.commands.wait(count + 1, timeout=0.05):
-            break
-    assert len(controller.commands) > count
+    controller.probe.until_answered(publisher, lambda: controller.state(POSE),
+                                    controller.commands)
     time.sleep(0.1)
     controller.probe.remove_publishers(publisher)
 
