@@ -12,7 +12,7 @@ demo: venv
 	$(PY) -m robot_dynamics.demo
 
 test: venv
-	$(PYTEST) test
+	$(PYTEST) --durations=25 test
 	@$(MAKE) --no-print-directory test-nojit
 
 # The same kernels as plain Python (NUMBA_DISABLE_JIT=1), on the tests marked nojit.
