@@ -77,7 +77,6 @@ class Twin:
         node = node_class(namespace=namespace, parameter_overrides=[
             Parameter(k, value=v) for k, v in values.items()])
         node.monotonic = lambda: self.clock
-        node.checked_at = self.clock
         return node
 
     def now(self):

@@ -114,6 +114,30 @@ def test_states_stop_resume_burst_and_out_of_order(controller):
     assert feed(h, q, 1, stamp_offset=1e4)
 
 
+def test_the_stale_check_is_due_at_the_deadline(controller):
+    """The check comes state_timeout after the newest state, not on a 20 ms tick.
+
+    So the loss is found then, and the check does not run while the node is not commanding.
+    """
+    h = controller
+    timer = h.node.stale_timer
+    assert timer.is_canceled()                   # nothing to check before the first command
+    feed(h, POSE, 5)
+    last = h.clock
+    assert not timer.is_canceled() and timer.timer_period_ns == round(TIMEOUT * 1e9)
+    assert h.node.stale_due == last + TIMEOUT
+    count = len(h.commands)
+    h.clock = last + TIMEOUT - 1e-4              # early (a timer's jitter): set again, for 0.1 ms
+    h.node.check_stale()
+    assert len(h.commands) == count and h.node.stale_due == pytest.approx(last + TIMEOUT)
+    h.clock = last + TIMEOUT
+    h.node.check_stale()                         # due: the final command, g(q_last)
+    assert len(h.commands) == count + 1 and not h.node.commanding and timer.is_canceled()
+    np.testing.assert_allclose(h.commands[-1], g(POSE), atol=1e-9)
+    feed(h, POSE, 1)                             # states back: due again
+    assert not timer.is_canceled() and h.node.stale_due == h.clock + TIMEOUT
+
+
 def test_stale_in_computed_torque_ramps_to_gravity(controller):
     """Commands far from g(q) (tracking): after the timeout they ramp at the rate limit."""
     h = controller

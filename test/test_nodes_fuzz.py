@@ -160,7 +160,6 @@ class Harness:
         self.node.publisher.publish = self.spy
         self.clock = 1000.0
         self.node.monotonic = lambda: self.clock
-        self.node.checked_at = self.clock
         self.t0 = time.time()
 
     def spy(self, msg):

@@ -29,6 +29,7 @@ import time
 import numpy as np
 import pytest
 from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.executors import SingleThreadedExecutor
 from scipy.interpolate import CubicSpline
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64
@@ -40,6 +41,7 @@ from robot_dynamics import bringup
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.nodes import speed_limiter
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time
+from test_nodes_fuzz import Harness
 
 PAYLOAD = {'payload.mass': 2.0, 'payload.com': [0.0, 0.0, 0.05]}
 Q0 = np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])   # config/ur5e.yaml's initial position
@@ -253,6 +255,33 @@ def test_diagnostics_and_markers(arm):
     np.testing.assert_allclose(sorted([ellipsoid.scale.x, ellipsoid.scale.y, ellipsoid.scale.z]),
                                2 * np.sort(semi), rtol=1e-2)
     assert (arrow.color.r, arrow.color.g) == pytest.approx(speed_limiter.GREEN[:2])
+
+
+def test_the_marker_timer_runs_only_while_someone_subscribes():
+    """~/pfl_markers: a timer at pfl.marker_rate while subscribed, none otherwise.
+
+    An in-process controller (test_nodes_fuzz's) spun here; the probe subscribes and leaves.
+    """
+    ros, h = session(), Harness()
+    limiter, executor = h.node.limiter, SingleThreadedExecutor()
+    executor.add_node(h.node)
+
+    def spin_until(done, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert time.monotonic() < deadline, 'the subscriber was not matched in time'
+            executor.spin_once(timeout_sec=0.05)
+    try:
+        assert limiter.marker_timer is None
+        markers = ros.probe.record(MarkerArray, '/fuzz/dynamics_controller/pfl_markers')
+        spin_until(lambda: limiter.marker_timer is not None)
+        rate = h.node.values['pfl.marker_rate']
+        assert limiter.marker_timer.timer_period_ns == round(1e9 / rate)
+        ros.probe.stop_recording(markers)
+        spin_until(lambda: limiter.marker_timer is None)
+    finally:
+        executor.shutdown()
+        h.node.destroy_node()
 
 
 def test_bad_pfl_parameters_are_refused_with_the_reason(arm):

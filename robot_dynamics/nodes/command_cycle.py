@@ -80,10 +80,13 @@ class CommandCycle:
                              self.limits, self.order, self.out, self.clamped)
 
     def state(self):
-        """(q, q̇, effort) read by the last successful run (copies; q̇ or effort None if absent)."""
+        """(q, q̇, effort) read by the last successful run: rows of one copy.
+
+        q̇ or effort None if absent (a state the cycle serves always has q).
+        """
         _, _, state, info = self.reader.arrays
-        counts = info[COUNTS:COUNTS + 3]
-        return tuple(state[f].copy() if counts[f] else None for f in range(3))
+        q, v, effort = state.copy()
+        return q, v if info[COUNTS + 1] else None, effort if info[COUNTS + 2] else None
 
 
 def warm_up(model, joint_names, effort_limits, order):

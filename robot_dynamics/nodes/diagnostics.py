@@ -15,14 +15,26 @@ STILL = 1e-3   # rad/s: below this on every joint the arm is still (static resid
 
 
 class Percentiles:
-    """The last ``size`` samples of a few named quantities; median and p99 of each."""
+    """The last ``size`` samples of a few named quantities; median, p99 and maximum of each."""
 
     def __init__(self, names, size=10000):
         self.names, self.samples, self.count = names, np.full((len(names), size), np.nan), 0
+        self.size, self._columns = size, self.samples.T   # a sample: one row of the transpose
 
     def add(self, *values):
-        self.samples[:, self.count % self.samples.shape[1]] = values
+        self._columns[self.count % self.size] = values
         self.count += 1
+
+    def maxima(self, since):
+        """The largest value of each quantity among the samples after the first ``since``.
+
+        Exact while at most ``size`` samples came since; else over the last ``size``.
+        """
+        new = min(self.count - since, self.size)
+        if new <= 0:
+            return np.full(len(self.names), -np.inf)
+        at = (self.count - new + np.arange(new)) % self.size
+        return self.samples[:, at].max(axis=1)
 
     def stats(self, scale=1e6, unit='us'):
         """{name_median_<unit>: ..., name_p99_<unit>: ...} (empty before the first sample)."""
@@ -35,14 +47,17 @@ class Percentiles:
 
 
 class Diagnostics:
-    """Counters, message rate and latency percentiles of one node, published on /diagnostics."""
+    """Counters, message rate and latency percentiles of one node, published on /diagnostics.
+
+    ``time`` only writes the samples; each report folds the maxima since the last one in.
+    """
 
     def __init__(self, node, title, counters, latencies=('compute',), period=1.0):
         self.node, self.title = node, title
         self.publisher = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.counts = collections.Counter({c: 0 for c in counters})
         self.latency = Percentiles(latencies)
-        self.max_latency = [0.0] * len(latencies)
+        self.max_latency, self._maxed = np.zeros(len(latencies)), 0   # folded in at each report
         self._received, self._since = 0, time.monotonic()
         node.create_timer(period, self.publish)
 
@@ -54,7 +69,6 @@ class Diagnostics:
 
     def time(self, *seconds):
         self.latency.add(*seconds)
-        self.max_latency = [max(m, s) for m, s in zip(self.max_latency, seconds)]
 
     def rate(self):
         """Messages per second since the previous call."""
@@ -65,8 +79,10 @@ class Diagnostics:
 
     def publish(self):
         level, message, values = self.node.health()
+        self.max_latency = np.maximum(self.max_latency, self.latency.maxima(self._maxed))
+        self._maxed = self.latency.count
         values = {'rate_hz': round(self.rate(), 1), **self.latency.stats(),
-                  **{f'{n}_max_us': round(1e6 * m, 1)
+                  **{f'{n}_max_us': round(1e6 * float(m), 1)
                      for n, m in zip(self.latency.names, self.max_latency)},
                   **self.counts, **values}
         status = DiagnosticStatus(level=level, name=f'{self.node.get_name()}: {self.title}',

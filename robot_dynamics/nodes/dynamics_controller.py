@@ -6,9 +6,12 @@ robot_dynamics.core.control; this node maps messages and parameters onto them.
 
 Stale joint states (none for ``state_timeout``): a JointGroupEffortController keeps applying the
 last command it received, forever. So the last command must be a safe one to hold: the node
-publishes one final τ = g(q) at the last measured pose (no feedback or feedforward terms that
-could drive the arm), logs an error and publishes nothing more until states return. The arm then
-floats, gravity-compensated, where it was; it is not braked. When states return, computed torque
+publishes one final τ = g(q) at the last measured pose (no feedback or feedforward terms that could
+drive the arm), logs an error and publishes nothing more until states return. The arm then floats,
+gravity-compensated, where it was; it is not braked. The check is a timer set for the newest
+state's deadline (so it ticks at 1 / state_timeout while states come, and not at all while the node
+is not commanding): the loss is found state_timeout after the last state, plus the executor's timer
+latency, and the ramp below steps every STALE_TICK (20 ms). When states return, computed torque
 resumes by holding the position it finds (bumpless). A real arm needs its own watchdog too (e.g.
 Franka's communication-loss reflex).
 
@@ -104,6 +107,8 @@ GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
 MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
 RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
+STALE_TICK = 0.02        # s: the stale check's period once states are overdue (the ramp)
+LATE = 0.08              # s: a stale check this late: this process itself did not run
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
             'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
 
@@ -256,7 +261,7 @@ class DynamicsController(ArmNode):
         self.serialized = False                     # publish serialized (a raw state came last)
         self.t_last = None
         self.monotonic = time.monotonic            # the clock of the rate limit and timeouts
-        self.checked_at = time.monotonic()
+        self.stale_due = None                      # when the stale check is next due
         super().__init__(self.NAME, **options)
         self.publisher = self.create_publisher(Float64MultiArray, 'effort_controller/commands',
                                                COMMAND_QOS)
@@ -269,7 +274,8 @@ class DynamicsController(ArmNode):
                                  state_qos(self.values['joint_states_reliability'], 1), raw=raw)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
-        self.create_timer(0.02, self.check_stale)
+        self.stale_timer = self.create_timer(STALE_TICK, self.check_stale)
+        self.stale_timer.cancel()   # runs while commanding (``published`` starts it)
         self.payload_topic = payload.subscribe(self)
         self.task = task_space.TaskSpace(self)
         self.identification = payload.PayloadService(self)
@@ -331,6 +337,8 @@ class DynamicsController(ArmNode):
         self.identification.configure(self.values, self.arm, config.profile)
         self.configure_detection(config.safety)
         self.cycle = self.compiled_cycle(config)
+        if self.commanding:   # state_timeout may have changed: the next check soon
+            self.schedule_stale_check(self.monotonic(), STALE_TICK)
 
     def compiled_cycle(self, config):
         """The CommandCycle for this configuration on the fast path, None where it cannot serve.
@@ -664,26 +672,45 @@ class DynamicsController(ArmNode):
             self.publisher.publish(self.command)
         self.diagnostics.count('commands')
         self.published_at, self.stamp_published = now, stamp
-        self.commanding = True
+        if not self.commanding:
+            self.commanding = True
+            self.schedule_stale_check(now, self.values['state_timeout'])
 
     def check_stale(self):
-        """After state_timeout without states: ramp to τ = g(q_last), then stop (20 ms timer)."""
-        now = self.monotonic()
-        slept, self.checked_at = now - self.checked_at > 0.1, now
-        if slept:  # this process itself did not run: let states queued meanwhile in first
+        """The state-timeout check (module docstring), due when state_timeout runs out.
+
+        While states come, each check sets the next for the newest state's deadline: a loss is
+        found state_timeout after the last state, and the timer ticks at 1 / state_timeout
+        instead of every STALE_TICK. After the deadline it ramps to τ = g(q_last), a step every
+        STALE_TICK, then stops until states return.
+        """
+        if not self.commanding:
+            self.stale_timer.cancel()
             return
-        if not self.commanding or now - self.last_state < self.values['state_timeout']:
+        now = self.monotonic()
+        left = self.last_state + self.values['state_timeout'] - now
+        if left > 0.0 or now - self.stale_due > LATE:
+            # late: this process itself did not run; let states queued meanwhile in first
+            self.schedule_stale_check(now, left if left > 0.0 else STALE_TICK)
             return
         target = self.config.gravity_compensation(self.q_last)
         self.publish(target, self.q_last)
         command = self.config.profile.command(self.q_last, target)
         if not np.array_equal(self.tau_last, clamp_effort(command, self.config.effort_limits)[0]):
+            self.schedule_stale_check(now, STALE_TICK)
             return   # ramping down at max_effort_rate: again at the next tick
         self.commanding = False
+        self.stale_timer.cancel()
         self.diagnostics.count('timeouts')
         self.get_logger().error(
             f"no joint_states for {self.values['state_timeout']} s: published a final gravity "
             'compensation command for the last pose and stopped commanding')
+
+    def schedule_stale_check(self, now, delay):
+        """The next stale check in ``delay`` s: the timer restarted with that period."""
+        self.stale_due = now + delay
+        self.stale_timer.timer_period_ns = max(int(delay * 1e9), 1)
+        self.stale_timer.reset()
 
     def health(self):
         """(level, message, values) for /diagnostics, with the model check at the last pose."""

@@ -32,7 +32,7 @@ import robot_dynamics as rd
 from robot_dynamics.core.identification import static_poses, tilt
 from robot_dynamics.core.spatial import inertia_from_urdf, inertia_to_urdf
 
-from .joint_states import BadInput, all_finite
+from .joint_states import BadInput
 from .parameters import Param
 
 PARAMS = (
@@ -112,6 +112,9 @@ def describe(values):
 class StillSamples:
     """The last ``size`` still joint states: q, q̇ and τ in model order (τ NaN where missing).
 
+    τ is recorded as measured, finite or not: ``estimate`` refuses a window with a non-finite
+    one (checked there once, not at every state).
+
     ``speed`` is max |q̇| of the newest joint state (NaN without velocities).
     """
 
@@ -120,7 +123,7 @@ class StillSamples:
         self.size, self.still_velocity, self.count, self.speed = size, still_velocity, 0, math.nan
 
     def record(self, q, v, tau):
-        """Record a still state (``tau`` None: efforts missing or non-finite)."""
+        """Record a still state (``tau`` None: efforts missing)."""
         k = self.count % self.size
         self.q[k], self.v[k] = q, v
         self.tau[k] = np.nan if tau is None else tau
@@ -153,7 +156,7 @@ def estimate(model, samples):
         raise Refused(f'the arm is moving (max |qdot| {samples.speed:.3g} rad/s; still is below '
                       f'{samples.still_velocity}): hold it still')
     q, v, tau = samples.window()
-    missing = int(np.isnan(tau).any(axis=1).sum())
+    missing = int((~np.isfinite(tau)).any(axis=1).sum())
     if missing:
         raise Refused(f'{missing} of the last {needed} still joint states carry no or '
                       'non-finite efforts: identification needs measured joint torques')
@@ -210,12 +213,11 @@ class PayloadService:
             self.samples = StillSamples(arm.model.nv, size, still)
 
     def add(self, q, v, effort):
-        """An accepted joint state (model order): recorded if still, with its efforts if finite."""
+        """An accepted joint state (model order): recorded if still, with its joint torques."""
         s = self.samples   # v is finite (JointStateReader): Python's max is numpy's here
         s.speed = math.nan if v is None else max(map(abs, v.tolist()))
         if s.speed < s.still_velocity:
-            valid = effort is not None and all_finite(effort)
-            s.record(q, v, self.profile.joint_torque(q, effort) if valid else None)
+            s.record(q, v, None if effort is None else self.profile.joint_torque(q, effort))
 
     def on_request(self, request, response):
         node = self.node

@@ -19,11 +19,12 @@ motion) and gravity compensation (nothing is commanded to move).
 
 Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1]; 100 Hz
 while a motion is on the scaled clock, else 1 at 1 Hz: an idle 100 Hz timer cost the controller
-~10 µs per 1 kHz cycle), the type and range UR's speed_scaling_state_broadcaster
-publishes; per contact point, at the *measured* state, the speed, reflected mass m_R, v_max and
-region on /diagnostics (1 Hz) and, on ``~/pfl_markers`` (visualization_msgs/MarkerArray,
-``pfl.marker_rate``), the reflected-mass ellipsoid {x: xᵀ J_v M⁻¹ J_vᵀ x ≤ 1} (radius √m_R(u)
-along u, times ``pfl.marker_scale``) and the velocity arrow coloured by its margin.
+~10 µs per 1 kHz cycle), the type and range UR's speed_scaling_state_broadcaster publishes; per
+contact point, at the *measured* state, the speed, reflected mass m_R, v_max and region on
+/diagnostics (1 Hz) and, on ``~/pfl_markers`` (visualization_msgs/MarkerArray, at
+``pfl.marker_rate`` while someone subscribes: its timer runs only then), the reflected-mass
+ellipsoid {x: xᵀ J_v M⁻¹ J_vᵀ x ≤ 1} (radius √m_R(u) along u, times ``pfl.marker_scale``) and
+the velocity arrow coloured by its margin.
 
 An engineering aid computing the standard's formula with the arm's reflected mass; not a
 certified safety function (a cell still needs the robot's safety controller and a risk
@@ -35,6 +36,7 @@ import dataclasses
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
+from rclpy.event_handler import PublisherEventCallbacks
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import ColorRGBA, Float64
 from visualization_msgs.msg import Marker, MarkerArray
@@ -156,11 +158,12 @@ class SpeedLimiter:
         self.state = None              # the last measured (q, v), model order
         self.s_low = 1.0               # lowest s since the last diagnostics
         self.scale = node.create_publisher(Float64, '~/speed_scaling', 10)
-        self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1)
+        self.marker_subscribers, self.marker_timer = 0, None
+        self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1, event_callbacks=(
+            PublisherEventCallbacks(matched=self.on_markers_matched)))
         self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.scale_timer = node.create_timer(IDLE_PERIOD, self.publish_scale)
         node.create_timer(DIAGNOSTICS_PERIOD, self.publish_diagnostics)
-        self.marker_timer = None
 
     @property
     def s(self):
@@ -173,11 +176,23 @@ class SpeedLimiter:
         self.config = config
         model = config.monitor.model   # compile (or load) the kernels before the first state
         config.monitor.target(model.neutral_position, np.full(model.nv, 0.1))
+        self.pace_markers()
+
+    def on_markers_matched(self, info):
+        """A subscriber to ~/pfl_markers came or went."""
+        self.marker_subscribers = info.current_count
+        self.pace_markers()
+
+    def pace_markers(self):
+        """The marker timer: at marker_rate while ~/pfl_markers has a subscriber, else none.
+
+        An idle timer still costs its callback (~0.1 ms a tick in rclpy).
+        """
         if self.marker_timer is not None:
             self.node.destroy_timer(self.marker_timer)
             self.marker_timer = None
-        if config.marker_rate > 0:
-            self.marker_timer = self.node.create_timer(1.0 / config.marker_rate,
+        if self.marker_subscribers and self.config is not None and self.config.marker_rate > 0:
+            self.marker_timer = self.node.create_timer(1.0 / self.config.marker_rate,
                                                        self.publish_markers)
 
     def sample(self, reference, t, q, v):
@@ -294,8 +309,8 @@ class SpeedLimiter:
         self.diagnostics.publish(array)
 
     def publish_markers(self):
-        """The MarkerArray, when someone subscribes (computing it takes ~1 ms)."""
-        points = self.measured() if self.markers.get_subscription_count() else None
+        """The MarkerArray (its timer runs only while someone subscribes: it takes ~1 ms)."""
+        points = self.measured()
         if points is None:
             return
         model, (q, _) = self.config.scaling.model, self.state
