@@ -284,6 +284,27 @@ def test_the_marker_timer_runs_only_while_someone_subscribes():
         h.node.destroy_node()
 
 
+def test_without_matched_events_the_marker_timer_always_runs(monkeypatch):
+    """A middleware without publisher matched events: the markers paced as before that event."""
+    from rclpy.event_handler import UnsupportedEventTypeError
+    from rclpy.node import Node
+    create_publisher = Node.create_publisher
+
+    def without_matched_events(self, *args, event_callbacks=None, **kwargs):
+        if event_callbacks is not None and event_callbacks.matched is not None:
+            raise UnsupportedEventTypeError('matched events: not on this middleware')
+        return create_publisher(self, *args, **kwargs)
+    monkeypatch.setattr(Node, 'create_publisher', without_matched_events)
+    session()
+    h = Harness()
+    try:
+        limiter = h.node.limiter
+        assert limiter.marker_subscribers is None and limiter.marker_timer is not None
+        assert limiter.markers.topic_name == '/fuzz/dynamics_controller/pfl_markers'
+    finally:
+        h.node.destroy_node()
+
+
 def test_bad_pfl_parameters_are_refused_with_the_reason(arm):
     for values, reason in (({'pfl.frames': ['no_such_link']}, "unknown frame 'no_such_link'"),
                            ({'pfl.body_regions': ['face']}, 'permits no transient contact')):

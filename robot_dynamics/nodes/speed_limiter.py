@@ -36,7 +36,7 @@ import dataclasses
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import Point
-from rclpy.event_handler import PublisherEventCallbacks
+from rclpy.event_handler import PublisherEventCallbacks, UnsupportedEventTypeError
 from scipy.spatial.transform import Rotation
 from std_msgs.msg import ColorRGBA, Float64
 from visualization_msgs.msg import Marker, MarkerArray
@@ -159,8 +159,12 @@ class SpeedLimiter:
         self.s_low = 1.0               # lowest s since the last diagnostics
         self.scale = node.create_publisher(Float64, '~/speed_scaling', 10)
         self.marker_subscribers, self.marker_timer = 0, None
-        self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1, event_callbacks=(
-            PublisherEventCallbacks(matched=self.on_markers_matched)))
+        try:
+            self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1, event_callbacks=(
+                PublisherEventCallbacks(matched=self.on_markers_matched)))
+        except UnsupportedEventTypeError:   # a middleware without matched events: always paced
+            self.marker_subscribers = None
+            self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1)
         self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.scale_timer = node.create_timer(IDLE_PERIOD, self.publish_scale)
         node.create_timer(DIAGNOSTICS_PERIOD, self.publish_diagnostics)
@@ -186,12 +190,14 @@ class SpeedLimiter:
     def pace_markers(self):
         """The marker timer: at marker_rate while ~/pfl_markers has a subscriber, else none.
 
-        An idle timer still costs its callback (~0.1 ms a tick in rclpy).
+        An idle timer still costs its callback (~0.1 ms a tick in rclpy). A middleware without
+        matched events (``marker_subscribers`` None) keeps it ticking, as before that event.
         """
         if self.marker_timer is not None:
             self.node.destroy_timer(self.marker_timer)
             self.marker_timer = None
-        if self.marker_subscribers and self.config is not None and self.config.marker_rate > 0:
+        if self.marker_subscribers != 0 and self.config is not None \
+                and self.config.marker_rate > 0:
             self.marker_timer = self.node.create_timer(1.0 / self.config.marker_rate,
                                                        self.publish_markers)
 
@@ -310,7 +316,7 @@ class SpeedLimiter:
 
     def publish_markers(self):
         """The MarkerArray (its timer runs only while someone subscribes: it takes ~1 ms)."""
-        points = self.measured()
+        points = self.measured() if self.markers.get_subscription_count() else None
         if points is None:
             return
         model, (q, _) = self.config.scaling.model, self.state
