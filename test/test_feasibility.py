@@ -3,6 +3,8 @@
 Independent references: positions-only trajectories are scipy's clamped CubicSpline (trajectory.py),
 sampled every 10 µs here; effort is rnea on a grid 20x finer than the checker's.
 """
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -133,6 +135,17 @@ def test_effort_violation_and_its_scaling_with_a_payload():
         tau = rd.rnea(model, q, v, a)
         within = ((np.abs(tau) <= limit).all() and (np.abs(v) <= model.velocity_limit).all())
         assert within == fits, scale
+
+
+def test_an_effort_too_large_to_evaluate_is_a_violation_not_a_pass():
+    """A waypoint at 1e300 rad (a fuzzer's): τ along the path is NaN, which fails the check."""
+    positions = np.tile(Q0, (3, 1))
+    positions[1, 4] = 1e300
+    trajectory = JointTrajectory([0.0, 0.1, 0.2], positions)
+    found = {v.quantity: v for v in trajectory_violations(PANDA, trajectory)
+             if v.joint == 'panda_joint5'}
+    assert set(found) == {'position', 'velocity', 'effort'}
+    assert math.isnan(found['effort'].value + found['effort'].margin)
 
 
 @pytest.mark.parametrize('spacing', [0.002, 0.02, 0.05])

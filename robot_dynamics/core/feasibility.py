@@ -166,7 +166,8 @@ class EffortSamples:
         margin = np.zeros_like(tau)
         for k in np.unique(self.segment[self.segment >= 0]):
             rows = np.flatnonzero(self.segment == k)
-            second = np.abs(np.diff(tau[rows], 2, axis=0)).max(axis=0)
+            with np.errstate(invalid='ignore'):   # inf - inf: NaN, a violation below
+                second = np.abs(np.diff(tau[rows], 2, axis=0)).max(axis=0)
             margin[rows] = second / 4
         return margin
 
@@ -174,10 +175,11 @@ class EffortSamples:
 def _effort_violations(model, samples, factor):
     tau = samples.effort(factor)
     margin = samples.margin(tau)
-    excess = np.abs(tau) + margin - model.effort_limit
+    with np.errstate(invalid='ignore', over='ignore'):   # a path too fast to evaluate
+        excess = np.abs(tau) + margin - model.effort_limit
     found = []
-    for j in np.flatnonzero((excess > 0).any(axis=0)):
-        i = excess[:, j].argmax()
+    for j in np.flatnonzero((~(excess <= 0)).any(axis=0)):   # NaN: a violation, not a pass
+        i = excess[:, j].argmax()   # the first NaN if any
         found.append(_violation(model, 'effort', j, samples.t[i] * factor, tau[i, j],
                                 model.effort_limit[j], margin[i, j]))
     return found
@@ -195,7 +197,8 @@ def _kinematic_violations(model, trajectory, acceleration_limit, quantities):
         lower, upper = bounds[quantity]
         for j in range(model.nv):
             over, under = high[j] - upper[j], lower[j] - low[j]
-            if max(over, under) > ROUNDING * max(1.0, abs(upper[j]), abs(lower[j])):
+            tolerance = ROUNDING * max(1.0, abs(upper[j]), abs(lower[j]))
+            if not (over <= tolerance and under <= tolerance):   # NaN: a violation, not a pass
                 t, value, limit = ((t_max[j], high[j], upper[j]) if over >= under else
                                    (t_min[j], low[j], lower[j]))
                 found.append(_violation(model, quantity, j, t, value, abs(limit)
