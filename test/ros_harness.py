@@ -64,6 +64,7 @@ def warm_numba_cache():
     import robot_dynamics as rd
     from robot_dynamics.core.control import ComputedTorque
     from robot_dynamics.core.observers import MomentumObserver
+    from robot_dynamics.simulation import simulate
     model = rd.with_payload(rd.load_urdf(rd.robot_urdf('panda'), 'panda_link0',
                                          'panda_hand_tcp'), 1.0, [0, 0, 0.1], np.eye(3) * 1e-3)
     q, v = np.full(7, 0.1), np.full(7, 0.2)
@@ -74,6 +75,9 @@ def warm_numba_cache():
     observer = MomentumObserver(model, np.ones(7))
     observer.update(q, v, v, 0.0)
     observer.wrench(q, observer.update(q, v, v, 1e-3), model.tip)
+    sim = simulate('internal', model, model.joint_names, q, 1e-3)
+    sim.step(v)
+    sim.sensed_step(v, v, v.copy(), np.ones(6))   # arm_simulator's compiled step
 
 
 def module_finished():

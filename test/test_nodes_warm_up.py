@@ -1,4 +1,5 @@
-"""'ready' means ready: the first joint states compile no numba kernel in controller or estimator.
+"""'ready' means ready: the first joint states compile no numba kernel in controller or estimator,
+nor the simulator's first steps.
 
 On both paths, and for the controller also across a switch of mode (a new reader and compiled
 cycle: an unmapped reader once had a type of its own, which compiled the cycle again, 1.5 s
@@ -15,18 +16,15 @@ import textwrap
 
 import pytest
 
-SCRIPT = textwrap.dedent('''
+COMPILED = textwrap.dedent('''
     import sys, time
     import numpy as np
     import rclpy, yaml
     from numba.core.dispatcher import Dispatcher
     from rclpy.parameter import Parameter
     from rclpy.serialization import serialize_message
-    from sensor_msgs.msg import JointState
     import robot_dynamics as rd
     from robot_dynamics import bringup
-    from robot_dynamics.nodes.dynamics_controller import DynamicsController
-    from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 
     def compiled():
         return {(module.__name__, name, str(signature))
@@ -34,6 +32,11 @@ SCRIPT = textwrap.dedent('''
                 if getattr(module, '__name__', '').startswith('robot_dynamics')
                 for name, kernel in list(vars(module).items()) if isinstance(kernel, Dispatcher)
                 for signature in kernel.signatures}
+''')
+SCRIPT = COMPILED + textwrap.dedent('''
+    from sensor_msgs.msg import JointState
+    from robot_dynamics.nodes.dynamics_controller import DynamicsController
+    from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 
     node_class = {'dynamics_controller': DynamicsController,
                   'wrench_estimator': WrenchEstimator}[sys.argv[1]]
@@ -77,5 +80,57 @@ SCRIPT = textwrap.dedent('''
 def test_first_joint_states_compile_nothing(node, setting):
     result = subprocess.run([sys.executable, '-c', SCRIPT, node, setting], capture_output=True,
                             text=True, timeout=240)
+    assert result.returncode == 0, result.stdout + result.stderr
+    print(result.stdout)
+
+
+SIMULATOR_SCRIPT = COMPILED + textwrap.dedent('''
+    from geometry_msgs.msg import WrenchStamped
+    from std_msgs.msg import Float64MultiArray
+    from robot_dynamics.nodes.arm_simulator import ArmSimulator
+
+    values = bringup.load_config(bringup.config_file('panda.yaml'))['arm_simulator']
+    values = {**values['ros__parameters'], 'robot_description':
+              open(rd.robot_urdf('panda')).read(), 'joint_damping': [1.0] * 7,
+              **yaml.safe_load(sys.argv[1])}
+    rclpy.init()
+    node = ArmSimulator(namespace='/warm_up', parameter_overrides=[
+        Parameter(k, value=v) for k, v in values.items()])
+    node.publisher.publish = lambda _: None
+    before = compiled()
+    assert before, 'no kernel compiled at all: is numba disabled?'
+
+    def steps(k):
+        for _ in range(k):
+            node.step()
+            node.publish(time.time())
+
+    def wrench(frame, force):
+        msg = WrenchStamped()
+        msg.header.frame_id, msg.wrench.force.z = frame, force
+        node.on_wrench(msg)
+
+    steps(2)                        # braked
+    wrench('panda_hand_tcp', 5.0)   # in tip axes
+    steps(2)
+    command = Float64MultiArray(data=[0.0, 0.0, 0.0, -5.0, 0.0, 1.0, 0.0])
+    node.on_serialized_command(serialize_message(command))   # brakes released
+    node.on_command(command)
+    steps(2)
+    wrench('panda_link0', -5.0)     # in base axes
+    steps(2)
+    wrench('panda_link0', 0.0)      # none
+    steps(2)
+    new = sorted(compiled() - before)
+    assert not new, f'compiled at the first steps: {new}'
+    print(f'{len(before)} kernel signatures compiled before ready, none after')
+''')
+
+
+@pytest.mark.parametrize('setting', ['{}', '{fast_path: false}', '{plant.profile: realistic}',
+                                     '{hardware_compensates_gravity: true}'])
+def test_first_simulator_steps_compile_nothing(setting):
+    result = subprocess.run([sys.executable, '-c', SIMULATOR_SCRIPT, setting],
+                            capture_output=True, text=True, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr
     print(result.stdout)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics.simulation import make_engine
+from robot_dynamics.simulation import make_engine, simulate
 from robot_dynamics.simulation.mujoco_engine import matrix_rpy
 
 ARMS = {
@@ -106,6 +106,119 @@ def test_engines_agree_with_armature_and_friction(arm):
         q, v = sim.q[::-1], sim.v[::-1]
         expected = rd.forward_dynamics(model, q, v, (tau - damping * sim.v)[::-1])[::-1]
         np.testing.assert_allclose(sim.acceleration(tau), expected, rtol=1e-9, atol=1e-9)
+
+
+def rk4_of_public_functions(model, q, v, tau, damping, F, h=DT):
+    """One classical RK4 step composed of rd.forward_dynamics and rd.frame_jacobian (numpy).
+
+    Model order; J^T F summed over F's rows in order (numpy's axis-0 sum), F None: none.
+    """
+    def qdd(q, v):
+        torque = tau - damping * v
+        if F is not None:
+            J = rd.frame_jacobian(model, q, model.tip, rd.LOCAL_WORLD_ALIGNED)
+            torque = torque + (J * F[:, None]).sum(axis=0)
+        return rd.forward_dynamics(model, q, v, torque)
+
+    a1 = qdd(q, v)
+    v2 = v + h / 2 * a1
+    a2 = qdd(q + h / 2 * v, v2)
+    v3 = v + h / 2 * a2
+    a3 = qdd(q + h / 2 * v2, v3)
+    v4 = v + h * a3
+    a4 = qdd(q + h * v3, v4)
+    return q + h / 6 * (v + 2 * v2 + 2 * v3 + v4), v + h / 6 * (a1 + 2 * a2 + 2 * a3 + a4)
+
+
+def bits(x):
+    return np.asarray(x, dtype=float).view(np.uint64)
+
+
+@pytest.mark.parametrize('arm', ARMS)
+def test_internal_steps_are_rk4_of_the_public_functions_to_the_bit(arm):
+    """300 steps, τ varying, with joint friction, payload, damping, a wrench in either frame.
+
+    Every third step through ``sensed_step`` (τ = command − friction, the effort command − D q̇),
+    the others through ``step``; both must give the composition's bits.
+    """
+    n = len(ARMS[arm][2])
+    terms = dict(armature=np.linspace(0.3, 0.1, n), viscous=np.linspace(0.5, 0.1, n),
+                 coulomb=np.linspace(0.3, 1.0, n), coulomb_velocity=0.02,
+                 stiction=np.linspace(0.5, 0.2, n), stribeck_velocity=0.3)
+    damping = np.linspace(0.2, 1.0, n)
+    sim, bare = arm_engine(arm, 'internal', damping=damping, payload=PAYLOAD,
+                           joint_dynamics=terms)
+    model, order = sim.model, sim.order   # order: model index of each of the engine's joints
+    D, q, v = np.empty(n), np.empty(n), np.zeros(n)
+    D[order], q[order] = damping, sim.q
+    assert model.armature.any() and model.stiction.any()      # the joint terms
+    assert np.abs(rd.gravity(model, q) - rd.gravity(bare, q)).max() > 1.0   # and the payload
+    rng = np.random.default_rng(7)
+    for k in range(300):
+        wrench, frame = [(None, 'base'), (rng.normal(0.0, 5.0, 6), 'base'),
+                         (rng.normal(0.0, 5.0, 6), 'tip')][k // 20 % 3]
+        F = wrench
+        if frame == 'tip':
+            R = rd.frame_pose(model, q, model.tip)[:3, :3]
+            F = np.concatenate([R @ wrench[:3], R @ wrench[3:]])
+        command = rd.gravity(model, q) + 4.0 * np.sin(8.0 * k * DT + np.arange(n)) \
+            + rng.normal(0.0, 0.5, n)
+        if k % 3 == 2:
+            friction, effort = rng.normal(0.0, 0.5, n), np.empty(n)
+            sim.sensed_step(command, friction, effort, wrench, frame)
+            np.testing.assert_array_equal(bits(effort), bits(command - D * v))
+            tau = command - friction
+        else:
+            tau = command
+            sim.step(command[order], wrench, frame)
+        np.testing.assert_array_equal(bits(sim.effort), bits(tau[order]))
+        q, v = rk4_of_public_functions(model, q, v, tau, D, F)
+        np.testing.assert_array_equal(bits(sim.q), bits(q[order]))
+        np.testing.assert_array_equal(bits(sim.v), bits(v[order]))
+    assert np.abs(v).max() > 0.1 and sim.steps == 300
+
+
+def test_internal_steps_with_mimic_joints_are_rk4_of_the_public_functions():
+    """A whole Panda tree whose second finger mimics the first: the stages by the public path."""
+    from test_mimic import MODEL
+    rng = np.random.default_rng(8)
+    damping = rng.uniform(0.1, 1.0, MODEL.nv)
+    q = np.clip(rng.normal(0.0, 0.5, MODEL.nv), MODEL.lower, MODEL.upper)
+    sim = simulate('internal', MODEL, MODEL.joint_names, q, DT, damping=damping)
+    v = np.zeros(MODEL.nv)
+    for _ in range(50):
+        tau = rd.gravity(MODEL, q) + rng.normal(0.0, 2.0, MODEL.nv)
+        sim.step(tau)
+        q, v = rk4_of_public_functions(MODEL, q, v, tau, damping, None)
+        np.testing.assert_array_equal(bits(sim.q), bits(q))
+        np.testing.assert_array_equal(bits(sim.v), bits(v))
+    assert np.abs(v).max() > 0.01
+
+
+@pytest.mark.parametrize('sensed', [False, True], ids=['step', 'sensed_step'])
+def test_a_diverging_step_raises_and_leaves_the_state_as_it_was(sensed):
+    """Coulomb friction far too stiff for RK4 at this step (simulation module docstring).
+
+    The state runs away to non-finite values; the step from there raises and leaves it.
+    """
+    sim, model = arm_engine('panda', 'internal', joint_dynamics=dict(coulomb=1e4,
+                                                                     coulomb_velocity=1e-4))
+    zero, effort = np.zeros(model.nv), np.empty(model.nv)
+    with pytest.raises(ValueError, match='tau must be 7 finite'):
+        sim.sensed_step(np.full(model.nv, np.inf), zero, effort)
+    tau = rd.gravity(model, sim.q[::-1]) + 1.0
+    for _ in range(1000):
+        q, v = sim.q, sim.v
+        try:
+            sim.sensed_step(tau, zero, effort) if sensed else sim.step(tau[::-1])
+        except ValueError as error:
+            assert 'not positive definite' in str(error)
+            break
+    else:
+        pytest.fail('did not diverge')
+    assert sim.steps > 1
+    np.testing.assert_array_equal(sim.q, q)
+    np.testing.assert_array_equal(sim.v, v)
 
 
 @pytest.mark.parametrize('engine', ENGINES)

@@ -2,10 +2,12 @@
 
 ``jit`` compiles a kernel lazily, in nopython mode, releasing the GIL, with fused multiply-adds
 allowed (fastmath 'contract' only: rounding as good or better, nothing assumed about NaN or
-infinities). ``parallel(kernel)`` compiles the same source again with ``parallel=True``, so that
-its ``numba.prange`` loops run on several threads (``prange`` is ``range`` everywhere else).
-``NUMBA_DISABLE_JIT=1`` makes both return the plain Python function: the same code runs as
-Python.
+infinities). ``exact`` compiles without them: each operation rounded on its own, as numpy's
+elementwise arithmetic is, for glue that must give the bits of the same steps done on numpy
+arrays (the kernels it calls keep their own flags). ``parallel(kernel)`` compiles the same
+source again with ``parallel=True``, so that its ``numba.prange`` loops run on several threads
+(``prange`` is ``range`` everywhere else). ``NUMBA_DISABLE_JIT=1`` makes all three return the
+plain Python function: the same code runs as Python.
 
 The compiled code is cached on disk. Numba stamps a cached kernel with its own source file only,
 so an edit in a helper it calls from another module would be served stale; here each kernel is
@@ -63,8 +65,9 @@ class _Cache(caching.FunctionCache):
     _impl_class = _CacheImpl
 
 
-def _compile(function, **options):
-    kernel = numba.njit(function, nogil=True, fastmath={'contract'}, **options)
+def _compile(function, contract=True, **options):
+    kernel = numba.njit(function, nogil=True, fastmath={'contract'} if contract else False,
+                        **options)
     if isinstance(kernel, dispatcher.Dispatcher):  # not under NUMBA_DISABLE_JIT
         try:
             kernel._cache = _Cache(function)   # what Dispatcher.enable_caching() does
@@ -77,6 +80,11 @@ def _compile(function, **options):
 def jit(function):
     """Compile ``function`` with numba (lazily, nogil, cached)."""
     return _compile(function)
+
+
+def exact(function):
+    """Compile ``function`` like ``jit`` but with no fused multiply-add (module docstring)."""
+    return _compile(function, contract=False)
 
 
 def _twin(kernel, suffix):

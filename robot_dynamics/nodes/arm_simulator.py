@@ -43,8 +43,11 @@ torque_minus_gravity the joint torque less g_robot(q).
 replaced (send zeros to remove it).
 Fast path (``fast_path``, default true): joint_states go out pre-serialized, one buffer filled in
 place each step (robot_dynamics.nodes.cdr.JointStateWriter), and commands are read from their
-bytes (``cdr.read_float64_array``); false: rclpy serializes and deserializes them. The values are
-the same.
+bytes (``cdr.read_float64_array``); with the internal engine, on an arm that reports its joint
+torques (no hardware gravity compensation), each step is one compiled call
+(``InternalEngine.sensed_step``: the reported effort, the plant's held friction and the RK4
+step). False: rclpy serializes and deserializes the messages, and the step goes through the
+hardware profile and ``Engine.step`` in Python. The values are the same, to the bit.
 """
 import dataclasses
 import time
@@ -117,15 +120,16 @@ class ArmSimulator(ArmNode):
         Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
               range=(0.1, 3600.0)),
         Param('fast_path', True, 'bool', 'joint_states published pre-serialized (one buffer '
-              'filled in place) and commands read from their bytes; false: rclpy serializes '
-              'and deserializes them (the same values)',
+              'filled in place), commands read from their bytes and, with the internal engine, '
+              'each step one compiled call; false: rclpy serializes and deserializes them and '
+              'the step runs in Python (the same values)',
               read_only=True),
     ) + profiles.PARAMS + PLANT_PARAMS
 
-    def __init__(self):
+    def __init__(self, **options):
         self.config = self.engine = self.plant = None
         self.external = None   # (wrench (6,), 'base' or 'tip') or None
-        super().__init__(self.NAME)
+        super().__init__(self.NAME, **options)   # options: rclpy Node keywords
         self._build_plant = ArmBuilder()
         self.dt = 1.0 / self.values['rate']   # before load_model: apply() builds the engine
         self.braked = self.values['brakes']
@@ -138,6 +142,7 @@ class ArmSimulator(ArmNode):
         self.diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.loop_latency = Percentiles(('loop_latency',), size=2000)
         self.published_at = self.previous_published_at = self.commanded_at = time.monotonic()
+        self.stamp = (0, 0)   # (sec, nanosec) of the last state published
         self.load_model()
 
     def configure(self, values, arm):
@@ -180,6 +185,7 @@ class ArmSimulator(ArmNode):
             self.plant = config.plant   # plant.* are read-only: its delay line and RNG stay
             self.tau = np.zeros(m.nv)       # clamped command, model order
             self.effort = np.zeros(m.nv)    # reported joint torque, joints order
+            self.sensed_effort = np.zeros(m.nv)   # the same in model order (sensed_step's)
             self.state = JointState(name=list(arm.joints))
             self.writer = JointStateWriter(arm.joints) if self.values['fast_path'] else None
         else:
@@ -187,6 +193,30 @@ class ArmSimulator(ArmNode):
             self.get_logger().info('simulated arm changed (damping, payload or joint terms): '
                                    'engine rebuilt')
         self.engine, self.config = engine, config
+        #: the internal engine's compiled step serves an arm that reports its joint torques
+        self.sensed = (self.values['fast_path'] and self.values['engine'] == 'internal'
+                       and not config.model.mimic and not config.profile.compensates_gravity
+                       and config.profile.measured_effort == profiles.TORQUE)
+
+    def warm_up(self):
+        """Compile (or load) what a step calls, on a copy of the engine: braked and running.
+
+        The plant's friction too (a pure function); not its delay line or sensors (their state).
+        """
+        arm, config, zero = self.arm, self.config, np.zeros(self.arm.model.nv)
+        engine = simulate(self.values['engine'], config.model, arm.joints, self.engine.q,
+                          self.dt, damping=arm.to_joints(config.damping), urdf_xml=config.urdf,
+                          payload=config.payload)
+        q = arm.to_model(engine.q)
+        self.plant.friction(engine.v)
+        wrenches = [(None, 'base')] + ([(np.ones(6), 'tip')] if arm.model.tip else [])
+        for wrench, frame in wrenches:
+            engine.holding_torque(wrench, frame)
+            if self.sensed:
+                engine.sensed_step(zero, zero, zero.copy(), wrench, frame)
+            else:
+                config.profile.reported_effort(q, config.profile.command(q, zero))
+                engine.step(zero, wrench, frame)
 
     # -- inputs --------------------------------------------------------------------------------
     def on_command(self, msg):
@@ -234,34 +264,50 @@ class ArmSimulator(ArmNode):
         """Advance the engine by one time step unless braked; set ``effort`` in joints order."""
         sim, arm = self.engine, self.arm
         wrench, frame = self.external or (None, 'base')
-        profile, q_model = self.config.profile, arm.to_model(sim.q)
         if self.braked:
             held = arm.to_model(sim.holding_torque(wrench, frame))
-            self.effort = arm.to_joints(profile.reported_effort(q_model, held))
+            q_model = arm.to_model(sim.q)
+            self.effort = arm.to_joints(self.config.profile.reported_effort(q_model, held))
             return
-        q, v = sim.q.copy(), sim.v.copy()
-        command = arm.to_model(self.plant.command(arm.to_joints(self.tau)))   # plant's delay
-        tau = command + profile.robot_gravity(q_model) if profile.compensates_gravity \
-            else command
-        torque = tau - self.config.damping * arm.to_model(v)
-        self.effort = arm.to_joints(profile.reported_effort(q_model, torque))
-        tau = arm.to_joints(tau)
+        q, v = sim.q, sim.v
+        command = self.plant.command(self.tau)   # the plant's delay (of any order: model's)
         try:
-            sim.step(tau - self.plant.friction(v), wrench, frame)
+            if self.sensed:
+                self.sensed_step(command, v, wrench, frame)
+            else:
+                self.profiled_step(command, q, v, wrench, frame)
         except ValueError as error:  # a diverged state: stop rather than publish garbage
             sim.set_state(q, np.zeros_like(v))
             self.braked = True
             self.get_logger().error(f'simulation diverged ({error}): brakes engaged')
 
+    def sensed_step(self, command, v, wrench, frame):
+        """The internal engine's compiled step, for an arm that reports its joint torques."""
+        try:
+            self.engine.sensed_step(command, self.arm.to_model(self.plant.friction(v)),
+                                    self.sensed_effort, wrench, frame)
+        finally:
+            self.effort = self.arm.to_joints(self.sensed_effort)
+
+    def profiled_step(self, command, q, v, wrench, frame):
+        """The step through the hardware profile (any engine): τ = command (+ g_robot(q))."""
+        arm, profile = self.arm, self.config.profile
+        q_model = arm.to_model(q)
+        tau = command + profile.robot_gravity(q_model) if profile.compensates_gravity \
+            else command
+        torque = tau - self.config.damping * arm.to_model(v)
+        self.effort = arm.to_joints(profile.reported_effort(q_model, torque))
+        self.engine.step(arm.to_joints(tau) - self.plant.friction(v), wrench, frame)
+
     def publish(self, stamp):
         self.previous_published_at, self.published_at = self.published_at, time.monotonic()
-        s = self.state
-        s.header.stamp.sec, s.header.stamp.nanosec = divmod(int(round(stamp * 1e9)), 10**9)
+        self.stamp = sec, nanosec = divmod(int(round(stamp * 1e9)), 10**9)
         q, v, effort = self.plant.sense(self.engine.q, self.engine.v, self.effort)
         if self.writer is not None:
-            self.publisher.publish(self.writer.serialized(s.header.stamp.sec,
-                                                          s.header.stamp.nanosec, q, v, effort))
+            self.publisher.publish(self.writer.serialized(sec, nanosec, q, v, effort))
             return
+        s = self.state
+        s.header.stamp.sec, s.header.stamp.nanosec = sec, nanosec
         s.position, s.velocity, s.effort = to_array(q), to_array(v), to_array(effort)
         self.publisher.publish(s)
 
@@ -313,7 +359,7 @@ class ArmSimulator(ArmNode):
             message='braked' if self.braked else 'running', hardware_id=self.values['tip'],
             values=[KeyValue(key=k, value=str(v)) for k, v in report.items()])
         array = DiagnosticArray(status=[status])
-        array.header.stamp = self.state.header.stamp
+        array.header.stamp.sec, array.header.stamp.nanosec = self.stamp
         self.diagnostics.publish(array)
 
 

@@ -50,7 +50,7 @@ class Engine:
         ``wrench_frame``: 'base' or 'tip', the axes of the wrench; it acts at the tip origin.
         """
         tau = self._joint_vector(tau, 'tau')
-        self._advance(tau, self._tip_wrench(wrench, wrench_frame))
+        self._advance(tau, self.tip_wrench(wrench, wrench_frame))
         self.effort = tau   # a torque-sensing arm reports the applied joint torques
         self.steps += 1
 
@@ -60,12 +60,12 @@ class Engine:
 
     def holding_torque(self, wrench=None, wrench_frame='base'):
         """g(q) − Jᵀ F: the joint torques that hold the arm at rest (what brakes hold)."""
-        return self._holding_torque(self._tip_wrench(wrench, wrench_frame))
+        return self._holding_torque(self.tip_wrench(wrench, wrench_frame))
 
     def acceleration(self, tau, wrench=None, wrench_frame='base'):
         """q̈ = M⁻¹ (τ − D q̇ + Jᵀ F − C q̇ − g − τ_f) at the current state, without stepping."""
         return self._acceleration(self._joint_vector(tau, 'tau'),
-                                  self._tip_wrench(wrench, wrench_frame))
+                                  self.tip_wrench(wrench, wrench_frame))
 
     def _to_model(self, x):
         """A vector in joint_names order -> model order."""
@@ -76,7 +76,7 @@ class Engine:
     def _joint_vector(self, x, name):
         return joint_vector(x, name, self.joint_names)
 
-    def _tip_wrench(self, wrench, frame):
+    def tip_wrench(self, wrench, frame='base'):
         """Return the wrench in base axes at the tip origin; None for no (or a zero) wrench."""
         if frame not in WRENCH_FRAMES:
             raise ValueError(f"wrench_frame must be 'base' or 'tip', got {frame!r}")

@@ -134,6 +134,11 @@ class Friction:
                 raise ValueError(f'sigmoid friction needs amplitude >= 0, slope > 0 and an '
                                  f'offset, one finite value each per joint ({n}); got {sigmoid}')
 
+    @property
+    def acts(self):
+        """Whether there is any (stiction or sigmoid friction)."""
+        return self.excess is not None or self.sigmoid is not None
+
     def __call__(self, v):
         """τ_s(q̇) + τ_σ(q̇), N m (N)."""
         v = np.asarray(v, dtype=float)
@@ -164,7 +169,7 @@ class Plant:
 
     def __init__(self, n, friction=None, delay=0, sensors=None):
         self.n = n
-        self._friction = friction
+        self._friction = friction if friction is not None and friction.acts else None
         self.delay = CommandDelay(delay)
         self.sensors = sensors or Sensors(n)
 
