@@ -151,10 +151,13 @@ def pose_matrix(pose):
 
 
 def fill_pose(pose, T):
-    """Write the 4x4 T into a geometry_msgs/Pose."""
+    """Write the 4x4 pose T (its rotation orthonormal to rounding) into a geometry_msgs/Pose.
+
+    assume_valid: scipy's projection onto a rotation costs 90 µs (~/tip_pose: 100 Hz).
+    """
     p, o = pose.position, pose.orientation
     p.x, p.y, p.z = T[:3, 3].tolist()
-    o.x, o.y, o.z, o.w = Rotation.from_matrix(T[:3, :3]).as_quat().tolist()
+    o.x, o.y, o.z, o.w = Rotation.from_matrix(T[:3, :3], assume_valid=True).as_quat().tolist()
 
 
 class TaskSpace:
