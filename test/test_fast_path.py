@@ -5,14 +5,17 @@ same joint states: one as messages (``on_joint_state``, the plain path), the oth
 rclpy's ``serialize_message`` makes of them (``on_serialized_joint_state``, what its raw
 subscription hands over). Every published command must be the same to the bit, and so must the
 counters, the warnings (rejection reasons) and the samples kept for payload identification.
-In computed torque and in gravity compensation the fast path's states go through the compiled
-cycle (nodes/command_cycle.py), all but the first of a smooth motion; the estimator's through
-its own (nodes/estimator_cycle.py), all but the first (which anchors the observer).
-Sequences: a smooth motion along a trajectory, and fuzzed ones (reordered, partial, extra and
-repeated joints, NaN/Inf, missing or short fields, stamps unset, stale, out of order or jumping
-ahead, time passing beyond state_timeout, parameter changes), in computed torque, gravity
-compensation (with and without collision detection), and a task-space mode on a
-gravity-compensating arm.
+In computed torque, gravity compensation and the task-space modes the fast path's states go
+through the compiled cycle (nodes/command_cycle.py), all but the first of a smooth motion; the
+estimator's through its own (nodes/estimator_cycle.py), all but the first (which anchors the
+observer). In the task-space modes the tip poses published and the condition number kept for
+/diagnostics must be the same too.
+Sequences: a smooth motion along a trajectory (in the task-space modes: target poses, a stream
+of them and a target wrench), and fuzzed ones (reordered, partial, extra and repeated joints,
+NaN/Inf, missing or short fields, stamps unset, stale, out of order or jumping ahead, time
+passing beyond state_timeout, parameter changes, targets), in computed torque, gravity
+compensation (with and without collision detection), both task-space modes, and a task-space
+mode on a gravity-compensating arm (which the compiled cycle does not serve).
 The wrench estimator likewise (its fast path reads, and publishes both outputs serialized).
 """
 import copy
@@ -25,7 +28,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 from rclpy.parameter import Parameter
 from rclpy.serialization import deserialize_message, serialize_message
-from geometry_msgs.msg import WrenchStamped
+from scipy.spatial.transform import Rotation
+from geometry_msgs.msg import PoseStamped, WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
@@ -33,6 +37,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.command_cycle import CommandCycle
+from robot_dynamics.nodes.task_space import MODES as TASK_MODES, TIP_POSE_PERIOD
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.estimator_cycle import EstimatorCycle
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
@@ -50,9 +55,18 @@ CONFIGS = {
     'computed_torque': {'mode': 'computed_torque'},
     'gravity_compensation': {'mode': 'gravity_compensation'},
     'gravity_compensation_collision': {'mode': 'gravity_compensation', 'collision.enable': True},
+    'cartesian_impedance': {'mode': 'cartesian_impedance'},
+    'cartesian_impedance_limited': {'mode': 'cartesian_impedance', 'cartesian.max_velocity':
+                                    [0.2, 0.5], 'cartesian.coriolis_compensation': True},
+    'operational_space': {'mode': 'operational_space'},
+    'operational_space_unshaped': {'mode': 'operational_space',
+                                   'operational_space.inertia_shaping': False},
     'cartesian_impedance_compensating_arm': {
         'mode': 'cartesian_impedance', 'hardware_compensates_gravity': True,
         'measured_effort': 'torque_minus_gravity'}}
+COMPILED = ('computed_torque', 'gravity_compensation', 'cartesian_impedance',
+            'cartesian_impedance_limited', 'operational_space', 'operational_space_unshaped',
+            'wrench_estimator')   # what a compiled cycle serves
 FUZZ = settings(max_examples=25, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
@@ -64,10 +78,13 @@ class Twin:
         self.clock, self.t0 = 1000.0, time.time()
         self.nodes = [self._node(node_class, f'/{path}', {**params, **overrides})
                       for path in ('plain', 'fast')]
-        self.commands, self.warnings = ([], []), ([], [])
+        self.commands, self.warnings, self.tips = ([], []), ([], []), ([], [])
         for k, node in enumerate(self.nodes):
             self.spy(node, self.commands[k])
             node.warn = self.warnings[k].append
+            if hasattr(node, 'task'):
+                node.task.tip_pose.publish = lambda msg, k=k: self.tips[k].append(
+                    copy.deepcopy(msg))
 
     def spy(self, node, outputs):
         node.publisher.publish = outputs.append
@@ -95,6 +112,14 @@ class Twin:
     def trajectory(self, msg):
         for node in self.nodes:
             node.on_trajectory(msg)
+        self.check()
+
+    def target(self, msg):
+        """A ~/target_pose or ~/target_wrench to both, on the fake clock (a stream's timing)."""
+        with mock.patch('time.monotonic', return_value=self.clock):
+            for node in self.nodes:
+                (node.task.on_target_pose if isinstance(msg, PoseStamped)
+                 else node.task.on_target_wrench)(msg)
         self.check()
 
     def parameter(self, name, value):
@@ -128,6 +153,10 @@ class Twin:
         a, b = (node.diagnostics.counts for node in self.nodes)
         assert a == b
         assert self.warnings[0] == self.warnings[1]
+        assert self.tips[0] == self.tips[1]
+        laws = [node.task.law for node in self.nodes]
+        if laws[0] is not None:   # the condition number /diagnostics reports
+            assert np.array_equal(laws[0].condition, laws[1].condition, equal_nan=True)
         s, t = (node.identification.samples for node in self.nodes)
         assert s.count == t.count and np.array_equal(s.speed, t.speed, equal_nan=True)
         for x, y in zip(s.window(), t.window()):
@@ -175,6 +204,31 @@ def joint_state(names, position, velocity=(), effort=(), stamp=None):
     return msg
 
 
+def target_pose(offset, angle, stamp=None, frame_id=''):
+    """A ~/target_pose in ``frame_id`` (at POSE): the tip at POSE moved by ``offset`` (m, in
+    frame_id's axes), turned by ``angle`` (rad) about the base's z."""
+    T = rd.frame_pose(MODEL, POSE, MODEL.tip)
+    if frame_id in MODEL.frame_names:
+        T = np.linalg.solve(rd.frame_pose(MODEL, POSE, frame_id), T)
+    msg = PoseStamped()
+    msg.header.frame_id = frame_id
+    if stamp is not None:
+        msg.header.stamp = to_time(stamp)
+    p, o = msg.pose.position, msg.pose.orientation
+    p.x, p.y, p.z = (T[:3, 3] + offset).tolist()
+    turned = Rotation.from_rotvec([0.0, 0.0, angle]) * Rotation.from_matrix(T[:3, :3])
+    o.x, o.y, o.z, o.w = turned.as_quat().tolist()
+    return msg
+
+
+def target_wrench(force, frame_id=''):
+    msg = WrenchStamped()
+    msg.header.frame_id = frame_id
+    msg.wrench.force.x, msg.wrench.force.y, msg.wrench.force.z = force
+    msg.wrench.torque.z = 0.1 * force[0]
+    return msg
+
+
 def trajectory(start):
     """Two points away from POSE and back, on the states' clock from ``start``."""
     points = [JointTrajectoryPoint(positions=list(POSE + d), time_from_start=to_duration(t))
@@ -189,9 +243,23 @@ def ros():
     return session()
 
 
+def targets(twin, k):
+    """The task-space modes' targets during the motion: a pose, a stream of stamped poses
+    (a target twist), a pose in a moving frame, a wrench in the tip's axes."""
+    if k == 30:
+        twin.target(target_pose([0.02, -0.01, 0.03], 0.1))
+    elif 100 <= k < 160 and k % 10 == 0:
+        twin.target(target_pose([0.02 + 1e-3 * (k - 100), -0.01, 0.03], 0.1, twin.now()))
+    elif k == 200:
+        twin.target(target_pose([0.0, 0.05, 0.0], -0.1, frame_id='panda_link7'))
+    elif k == 250:
+        twin.target(target_wrench([1.0, -2.0, 3.0], frame_id=MODEL.tip))
+
+
 @pytest.mark.parametrize('config', [*CONFIGS, 'wrench_estimator'])
 def test_a_motion_gives_the_same_commands(ros, config):
-    """A smooth motion (with a trajectory to track) at 1 kHz: the compiled reader reads it."""
+    """A smooth motion (with a trajectory to track, or task targets) at 1 kHz: the compiled
+    reader reads it, and the compiled cycle serves every state but the first."""
     twin = Twin(CONFIGS[config]) if config in CONFIGS else EstimatorTwin({})
     rng = np.random.default_rng(1)
     cycle = CommandCycle if config in CONFIGS else EstimatorCycle
@@ -214,9 +282,14 @@ def test_a_motion_gives_the_same_commands(ros, config):
                                        [*effort[order], 0.0], twin.now()))
                 if k == 20 and config in CONFIGS:
                     twin.trajectory(trajectory(twin.now()))
-        compiled = ('computed_torque', 'gravity_compensation', 'wrench_estimator')
-        assert len(served) == (299 if config in compiled else 0) and all(served)
+                if CONFIGS.get(config, {}).get('mode') in TASK_MODES:
+                    targets(twin, k)
+        assert len(served) == (299 if config in COMPILED else 0) and all(served)
         assert len(twin.commands[0]) == 300 * (1 if config in CONFIGS else 2)
+        if config in CONFIGS and CONFIGS[config]['mode'] in TASK_MODES:
+            # ~/tip_pose every TIP_POSE_PERIOD, on the states' 1 ms steps
+            assert len(twin.tips[0]) >= 0.299 / (TIP_POSE_PERIOD + 1e-3)
+            assert not [w for w in twin.warnings[0] if 'target' in w]   # targets taken
         assert twin.nodes[1].reader.plain_reads == 1   # the first: its names mapped, then compiled
     finally:
         twin.close()
@@ -250,14 +323,34 @@ def fuzzed_state(draw):
     return names, field(1.0), field(0.1), field(10.0), stamp
 
 
+@st.composite
+def fuzzed_target(draw):
+    """A target pose (unstamped, or stamped near now: a stream, stale) or wrench, maybe bad."""
+    frame_id = draw(st.sampled_from(['', '', 'panda_link0', 'panda_link7', 'no_such_frame']))
+    if draw(st.booleans()):
+        return 'target', target_wrench([draw(st.sampled_from([0.0, 2.0, math.nan])), 1.0, -1.0],
+                                       frame_id)
+    offset = [draw(st.floats(-0.05, 0.05)) for _ in range(3)]
+    stamp = draw(st.sampled_from([None, -0.05, -0.001, 0.0, 0.0, 0.01, 0.2]))
+    msg = target_pose(offset, draw(st.floats(-0.3, 0.3)), None, frame_id)
+    if draw(st.integers(0, 7)) == 0:
+        msg.pose.orientation.w = msg.pose.orientation.x = draw(BAD)
+    return 'target', msg, stamp
+
+
 ACTIONS = st.one_of(
-    fuzzed_state(), fuzzed_state(), fuzzed_state(),
+    fuzzed_state(), fuzzed_state(), fuzzed_state(), fuzzed_target(),
+    st.tuples(st.just('state'), st.floats(-0.1, 0.1)),   # a good one, as the first three
     st.tuples(st.just('wait'), st.sampled_from([0.001, 0.05, 0.3])),
     st.tuples(st.just('trajectory'), st.sampled_from([0.0, 0.05])),
     st.tuples(st.just('parameter'), st.sampled_from([
         ('effort_limits', [5.0] * 7), ('effort_limits', []), ('max_effort_rate', 10.0),
         ('max_effort_rate', 1000.0), ('mode', 'computed_torque'),
-        ('mode', 'gravity_compensation'), ('payload.mass', 1.0), ('kp', [-1.0] * 7)])))
+        ('mode', 'gravity_compensation'), ('mode', 'cartesian_impedance'),
+        ('mode', 'operational_space'), ('cartesian.coriolis_compensation', True),
+        ('cartesian.max_velocity', [0.1, 0.2]), ('operational_space.inertia_shaping', False),
+        ('nullspace.posture', list(POSE)), ('nullspace.posture', []), ('payload.mass', 1.0),
+        ('kp', [-1.0] * 7)])))
 
 
 @pytest.mark.parametrize('config', [*CONFIGS, 'wrench_estimator'])
@@ -265,10 +358,13 @@ ACTIONS = st.one_of(
 @FUZZ
 def test_fuzzed_states_give_the_same_commands(ros, config, actions):
     twin = Twin(CONFIGS[config]) if config in CONFIGS else EstimatorTwin({})
+
+    def good(dq=0.0):   # a joint state in the order of the first, stamped now
+        twin.state(joint_state(JOINTS, POSE + dq, np.full(7, dq), rd.gravity(MODEL, POSE),
+                               twin.now()))
     try:
-        for k in range(3):   # commanding, so that stamps are checked
-            twin.state(joint_state(JOINTS, POSE, np.zeros(7), rd.gravity(MODEL, POSE),
-                                   twin.now()))
+        for _ in range(3):   # commanding, so that stamps are checked
+            good()
         for action in actions:
             if action[0] == 'wait':
                 twin.wait(action[1])
@@ -276,10 +372,18 @@ def test_fuzzed_states_give_the_same_commands(ros, config, actions):
                 twin.trajectory(trajectory(twin.now() + action[1]))
             elif action[0] == 'parameter' and config in CONFIGS:
                 twin.parameter(*action[1])
-            elif action[0] not in ('trajectory', 'parameter'):
+            elif action[0] == 'state':
+                good(action[1])
+            elif action[0] == 'target' and config in CONFIGS:
+                if action[2:] and action[2] is not None:   # a pose stamped near now
+                    action[1].header.stamp = to_time(twin.now() + action[2])
+                twin.target(action[1])
+            elif action[0] not in ('trajectory', 'parameter', 'target'):   # a fuzzed state
                 names, position, velocity, effort, offset = action
                 twin.state(joint_state(names, position, velocity, effort,
                                        None if offset is None else twin.now() + offset))
+        for _ in range(3):   # what the compiled cycles make of the state the actions left
+            good(0.01)
     finally:
         twin.close()
 

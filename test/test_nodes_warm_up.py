@@ -1,9 +1,10 @@
 """'ready' means ready: the first joint states compile no numba kernel in controller or estimator,
 nor the simulator's first steps.
 
-On both paths, and for the controller also across a switch of mode (a new reader and compiled
-cycle: an unmapped reader once had a type of its own, which compiled the cycle again, 1.5 s
-into a running computed-torque loop on a fresh install).
+On both paths, and for the controller in every mode and also across a switch of mode (a new
+reader and compiled cycle: an unmapped reader once had a type of its own, which compiled the
+cycle again, 1.5 s into a running computed-torque loop on a fresh install), joint modes into
+task-space ones and back.
 
 Without the nodes' warm_up, a fresh install's first state waited seconds for numba (computed
 torque 3 s, the observer 3.6 s, measured cold on this machine). Each check runs in a fresh
@@ -60,8 +61,10 @@ SCRIPT = COMPILED + textwrap.dedent('''
             node.on_serialized_joint_state(serialize_message(msg))
         node.on_joint_state(msg)
     states(range(3))
-    if sys.argv[1] == 'dynamics_controller':   # the other mode: a new reader, a new cycle
-        other = {'gravity_compensation': 'computed_torque'}.get(values['mode'],
+    if sys.argv[1] == 'dynamics_controller':   # another mode: a new reader, a new cycle
+        other = {'gravity_compensation': 'computed_torque',
+                 'computed_torque': 'cartesian_impedance',
+                 'cartesian_impedance': 'operational_space'}.get(values['mode'],
                                                                  'gravity_compensation')
         assert node.set_parameters([Parameter('mode', value=other)])[0].successful
         states(range(3, 6))
@@ -75,6 +78,8 @@ SCRIPT = COMPILED + textwrap.dedent('''
 @pytest.mark.parametrize('node, setting', [
     ('dynamics_controller', 'mode=gravity_compensation'),
     ('dynamics_controller', 'mode=computed_torque'),
+    ('dynamics_controller', 'mode=cartesian_impedance'),
+    ('dynamics_controller', 'mode=operational_space'),
     ('wrench_estimator', 'damping=0.001'),
 ])
 def test_first_joint_states_compile_nothing(node, setting):

@@ -6,11 +6,11 @@ On loopback DDS in a domain of its own, this process plays a 7-DoF arm (the Pand
 it publishes a sensor_msgs/JointState, waits for the node's reply and publishes the next state
 at the next 1 ms tick (a ping-pong at 1 kHz), to each node under test in turn, each a process in
 a namespace of its own: the minimal node and its raw twin (``echo_node``), dynamics_controller in
-computed_torque, gravity_compensation and cartesian_impedance (config/panda.yaml, the shipped
-URDF; all on the default fast path) and in computed_torque on the plain path (``fast_path``
-false), and wrench_estimator (its reply: ~/wrench). The arm_simulator is measured the other way
-round: it publishes the states at its own 1 kHz and this process answers each with a constant
-command.
+computed_torque, gravity_compensation, cartesian_impedance and operational_space
+(config/panda.yaml, the shipped URDF; all on the default fast path) and in computed_torque on
+the plain path (``fast_path`` false), and wrench_estimator (its reply: ~/wrench). The
+arm_simulator is measured the other way round: it publishes the states at its own 1 kHz and
+this process answers each with a constant command.
 
 Per node and round: CPU per cycle (utime + stime of the node's process, /proc/<pid>/stat, over
 the window, divided by the states it answered) and the latency state -> reply (median, p99; the
@@ -102,10 +102,9 @@ def targets(work):
             Target('gravity_compensation', node('gravity_compensation', 'gravity_compensation',
                                                 'dynamics_controller'), commands,
                    Float64MultiArray),
-            Target('cartesian_impedance', node('cartesian_impedance', 'gravity_compensation',
-                                               'dynamics_controller',
-                                               mode='cartesian_impedance'), commands,
-                   Float64MultiArray),
+            *[Target(mode, node(mode, 'gravity_compensation', 'dynamics_controller', mode=mode),
+                     commands, Float64MultiArray)
+              for mode in ('cartesian_impedance', 'operational_space')],
             Target('computed_torque_plain', node('computed_torque_plain', 'computed_torque',
                                                  'dynamics_controller', fast_path=False),
                    commands, Float64MultiArray),
@@ -309,24 +308,26 @@ def reader_costs(rounds=7, messages=2000):
             for name, t in times.items()}
 
 
-def callback_costs(modes=('computed_torque', 'gravity_compensation', 'cartesian_impedance'),
-                   rounds=5, states=2000):
+def callback_costs(modes=('computed_torque', 'gravity_compensation', 'cartesian_impedance',
+                          'operational_space'), rounds=5, states=2000):
     """µs of CPU per joint state of dynamics_controller's callback, in process, on both paths.
 
     fast: ``on_serialized_joint_state`` on the bytes; plain: ``deserialize_message`` and
     ``on_joint_state`` (what rclpy does for a typed subscription). Publication is a no-op here;
-    the states are the same message (equal stamps are accepted). Needs rclpy initialised.
+    the states are the same message, stamped (the compiled cycles serve only stamped states;
+    equal stamps are accepted). Needs rclpy initialised.
     """
     names, q, v, effort = arm_state()
-    data = serialize_message(JointState(name=names, position=q.tolist(), velocity=v.tolist(),
-                                        effort=effort.tolist()))
+    msg = JointState(name=names, position=q.tolist(), velocity=v.tolist(), effort=effort.tolist())
+    msg.header.stamp.sec = int(time.time())
+    data = serialize_message(msg)
     values = {**bringup.config_section(bringup.config_file('panda.yaml'), 'dynamics_controller'),
               'robot_description': pathlib.Path(rd.robot_urdf('panda')).read_text()}
     out = {}
     for mode in modes:
         node = DynamicsController(namespace=f'/callback_{mode}', parameter_overrides=[
             Parameter(k, value=x) for k, x in {**values, 'mode': mode}.items()])
-        node.publisher.publish = lambda _: None
+        node.publisher.publish = node.task.tip_pose.publish = lambda _: None
         cases = {'fast': lambda: node.on_serialized_joint_state(data),
                  'plain': lambda: node.on_joint_state(deserialize_message(data, JointState))}
         times = {path: [] for path in cases}
@@ -412,6 +413,7 @@ LABELS = {'minimal': 'minimal rclpy node (a)', 'minimal_raw': 'raw minimal node 
           'computed_torque': 'dynamics_controller, computed_torque',
           'gravity_compensation': 'dynamics_controller, gravity_compensation',
           'cartesian_impedance': 'dynamics_controller, cartesian_impedance',
+          'operational_space': 'dynamics_controller, operational_space',
           'computed_torque_plain': 'dynamics_controller, computed_torque, fast_path false',
           'wrench_estimator': 'wrench_estimator (reply ~/wrench)',
           'arm_simulator': 'arm_simulator (answered by the benchmark)'}

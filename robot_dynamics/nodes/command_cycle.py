@@ -1,10 +1,11 @@
 """dynamics_controller's compiled cycle: a serialized JointState in, the limited command out.
 
 One compiled call per joint state does what the plain path does in several Python steps for
-the common case: read the state (``cdr.read_state``), compute gravity compensation τ = g(q) or
-computed torque τ = rnea(q, q̇, q̈_d + K_p e + K_d ė + z) (``commanded_acceleration``), then rate
-limit and clamp it into the serialized command (``limit_command``). The kernels are the ones
-the plain path calls, so the two give the same bits. Whatever the cycle does not handle (a
+the common case: read the state (``cdr.read_state``), compute gravity compensation τ = g(q),
+computed torque τ = rnea(q, q̇, q̈_d + K_p e + K_d ė + z) (``commanded_acceleration``) or a
+task-space law (``task_law_kernel``, in ``task_cycle``), then rate limit and clamp it into the
+serialized command (``limit_command``). The kernels are the ones the plain path calls, so the
+two give the same bits. Whatever the cycle does not handle (a
 state it cannot read, a torque that is not finite), it leaves untouched for the plain path:
 see ``CommandCycle.run``.
 """
@@ -13,13 +14,15 @@ import numpy as np
 from robot_dynamics.core._jit import jit
 from robot_dynamics.core.algorithms.computed_torque import commanded_acceleration
 from robot_dynamics.core.algorithms.rnea import gravity_state, rnea_state
+from robot_dynamics.core.algorithms.task_law import (ACCEL, TARGET, TWIST, WRENCH,
+                                                     task_law_kernel)
 from robot_dynamics.core.arguments import workspace
 from robot_dynamics.core.limits import limit_command
 
 from .cdr import COUNTS, OK, read_state
 
-GRAVITY, COMPUTED_TORQUE = 0, 1   # the law
-PLAIN = -2                        # the state is the plain path's to read
+GRAVITY, COMPUTED_TORQUE, TASK = 0, 1, 2   # the law
+PLAIN = -2                                 # the state is the plain path's to read
 
 
 @jit
@@ -45,11 +48,26 @@ def command_cycle(buf, ref, cfg, state, info, law, table, ws, reference, gains, 
     return limit_command(tau, previous, step, limits, order, out, clamped)
 
 
+@jit
+def task_cycle(buf, ref, cfg, state, info, table, frames, frame, kind, ws, target, gains,
+               joint_gains, tau, condition, previous, step, limits, order, out, clamped):
+    """command_cycle for a task-space law: τ of ``task_law_kernel``, κ(Φ) in condition[0].
+
+    kind, target, gains, joint_gains: the law's (``TaskSpaceLaw.kind``, ``.constants``).
+    """
+    if read_state(buf, ref, cfg, state, info) != OK or info[COUNTS + 1] == 0:
+        return PLAIN
+    condition[0] = task_law_kernel(table, frames, frame, kind, state[0], state[1], ws, target,
+                                   gains, joint_gains, tau)
+    return limit_command(tau, previous, step, limits, order, out, clamped)
+
+
 class CommandCycle:
     """The compiled cycle's arrays for one configuration of the controller.
 
-    ``law`` GRAVITY (a GravityCompensation without friction compensation) or COMPUTED_TORQUE
-    (a ComputedTorque, whose integral z it reads); ``reader`` the controller's
+    ``law`` GRAVITY (a GravityCompensation without friction compensation), COMPUTED_TORQUE
+    (a ComputedTorque, whose integral z it reads) or TASK (a TaskSpaceLaw of
+    core/task_control.py, whose constants and posture it reads); ``reader`` the controller's
     CdrJointStateReader; ``previous``, ``out``, ``clamped``: the controller's last command, its
     serialized data and clamped mask (limit_command's).
     """
@@ -65,9 +83,16 @@ class CommandCycle:
         self.acceleration, self.tau = np.zeros(model.nv), np.zeros(model.nv)
         self.limits, self.order = effort_limits, order
         self.previous, self.out, self.clamped = previous, out, clamped
+        self.target, self.condition = np.zeros(TARGET), np.zeros(1)   # TASK: the law's
 
     def run(self, data, reference, step):
-        """The status of ``command_cycle`` on the bytes ``data``; reference (q_d, q̇_d, q̈_d)."""
+        """The status of the cycle on the bytes ``data``.
+
+        reference: (q_d, q̇_d, q̈_d) in computed torque; for TASK (T_d, ẋ_d, ẍ_d, F_d), packed
+        as ``TaskSpaceLaw.torque`` packs them.
+        """
+        if self.law == TASK:
+            return self._run_task(np.frombuffer(data, np.uint8), reference, step)
         if self.law == COMPUTED_TORQUE:
             self.reference[0], self.reference[1], self.reference[2] = reference
             z = self.control._z
@@ -78,6 +103,17 @@ class CommandCycle:
                              self.table, self.ws, self.reference, self.gains, z,
                              self.continuous, self.acceleration, self.tau, self.previous, step,
                              self.limits, self.order, self.out, self.clamped)
+
+    def _run_task(self, buf, reference, step):
+        law, target = self.control, self.target
+        gains, joint_gains, frame = law.constants()
+        pose_d, target[TWIST:ACCEL], target[ACCEL:WRENCH], target[WRENCH:] = reference
+        target[:TWIST] = pose_d.reshape(16)
+        ref, cfg, state, info = self.reader.arrays
+        return task_cycle(buf, ref, cfg, state, info, self.table, law.model.frames, frame,
+                          law.kind, self.ws, target, gains, joint_gains, self.tau,
+                          self.condition, self.previous, step, self.limits, self.order,
+                          self.out, self.clamped)
 
     def state(self):
         """(q, q̇, effort) read by the last successful run: rows of one copy.
@@ -90,15 +126,19 @@ class CommandCycle:
 
 
 def warm_up(model, joint_names, effort_limits, order):
-    """Compile (or load) the kernel: a state of zeros through both laws, arrays typed as in use."""
+    """Compile (or load) the kernels: a state of zeros through every law, arrays typed as in use."""
     from robot_dynamics.core.control import ComputedTorque, GravityCompensation
+    from robot_dynamics.core.task_control import CartesianImpedance
     from .cdr import CdrJointStateReader, Float64MultiArrayWriter, serialized_zero_state
     data, n = serialized_zero_state(joint_names), model.nv
     reader = CdrJointStateReader(joint_names)
     reader.read_cdr(data)   # maps the names (plain read)
-    zero = np.zeros(n)
-    for law, control in ((GRAVITY, GravityCompensation(model)),
-                         (COMPUTED_TORQUE, ComputedTorque(model, 1.0, 1.0))):
+    zero, six = np.zeros(n), np.zeros(6)
+    task = CartesianImpedance(model, np.ones(6), posture=zero)
+    for law, control, reference in ((GRAVITY, GravityCompensation(model), None),
+                                    (COMPUTED_TORQUE, ComputedTorque(model, 1.0, 1.0),
+                                     (zero, zero, zero)),
+                                    (TASK, task, (np.eye(4), six, six, six))):
         cycle = CommandCycle(law, control, reader, effort_limits, order, zero.copy(),
                              Float64MultiArrayWriter(n).data, np.zeros(n, bool))
-        cycle.run(data, (zero, zero, zero), np.inf)
+        cycle.run(data, reference, np.inf)

@@ -71,10 +71,12 @@ collisions; the reaction (``collision.reaction``) applies from the detecting sta
 Fast path (``fast_path``, default true): joint_states arrive as CDR bytes (a raw subscription)
 read by the compiled ``CdrJointStateReader`` (robot_dynamics.nodes.cdr), and the command goes out
 pre-serialized; false: rclpy deserializes the state and serializes the command. In gravity
-compensation and computed torque, a state while commanding goes through one compiled call from
-its bytes to the serialized command (``run_cycle``, robot_dynamics.nodes.command_cycle) when the
-configuration allows it (``compiled_cycle``); anything else runs ``on_state``. The kernels are
-the same on every path, so they give the same commands.
+compensation, computed torque and the task-space modes, a state while commanding goes through
+one compiled call from its bytes to the serialized command (``run_cycle``,
+robot_dynamics.nodes.command_cycle) when the configuration allows it (``compiled_cycle``) and,
+in a task-space mode, its target is not on PFL's scaled clock (``TaskSpace.cycle_target``);
+anything else runs ``on_state``. The kernels are the same on every path, so they give the same
+commands.
 """
 import dataclasses
 import math
@@ -246,8 +248,12 @@ class DynamicsController(ArmNode):
         Param('velocity_filter_cutoff', 0.0, 'double', 'first-order low-pass on the measured '
               'velocities the control laws use, Hz (0: off)', range=(0.0, 1e6)),
         Param('fast_path', True, 'bool', 'joint_states read from their serialized bytes by a '
-              'compiled reader and commands published pre-serialized; false: rclpy '
-              'deserializes and serializes them (the same commands)', read_only=True),
+              'compiled reader and commands published pre-serialized, and in gravity '
+              'compensation, computed torque and the task-space modes each state one compiled '
+              'call from its bytes to the command (not with friction compensation, ki, a '
+              'velocity filter, collision detection, PFL, a gravity-compensating arm, mimic '
+              'joints); false: rclpy deserializes and serializes them (the same commands)',
+              read_only=True),
     ) + (payload.PARAMS + profiles.PARAMS + task_space.PARAMS +
          contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS)
 
@@ -343,16 +349,21 @@ class DynamicsController(ArmNode):
     def compiled_cycle(self, config):
         """The CommandCycle for this configuration on the fast path, None where it cannot serve.
 
-        It serves gravity compensation (without friction compensation) and computed torque
-        (without the integral term) on a model without mimic joints, an arm that does not add its
-        own gravity compensation, without collision detection or a velocity filter.
+        It serves gravity compensation (without friction compensation), computed torque
+        (without the integral term) and the task-space modes (a law that does not refuse
+        singular poses) on a model without mimic joints, an arm that does not add its own
+        gravity compensation, without collision detection or a velocity filter.
         """
-        if not self.values['fast_path'] or self.arm.model.mimic or config.task is not None \
+        if not self.values['fast_path'] or self.arm.model.mimic \
                 or config.profile.compensates_gravity or self.observer is not None \
                 or self.velocity_filter is not None:
             return None
-        gravity, ct = config.gravity_compensation, config.computed_torque
-        if config.mode == GRAVITY_COMPENSATION and not gravity.friction_compensation:
+        gravity, ct, task = config.gravity_compensation, config.computed_torque, config.task
+        if task is not None:
+            if not (task.singular_damping > 0.0 or task.singular_cutoff > 0.0):
+                return None
+            law, control = command_cycle.TASK, task
+        elif config.mode == GRAVITY_COMPENSATION and not gravity.friction_compensation:
             law, control = command_cycle.GRAVITY, gravity
         elif config.mode == COMPUTED_TORQUE and not ct.ki.any():
             law, control = command_cycle.COMPUTED_TORQUE, ct
@@ -414,8 +425,8 @@ class DynamicsController(ArmNode):
         """The state through the compiled cycle, if it serves it; False: it left it untouched.
 
         It serves a state while commanding in its configuration (``compiled_cycle``), with no
-        collision latched and no trajectory on PFL's scaled clock, stamped in order; it does
-        what ``on_state`` does for such a state.
+        collision latched and no trajectory or task target on PFL's scaled clock, stamped in
+        order; it does what ``on_state`` does for such a state.
         """
         cycle, limiter = self.cycle, self.limiter
         header = cdr.header_stamp(data)
@@ -429,9 +440,11 @@ class DynamicsController(ArmNode):
             return False
         reference, pending = self.reference_at(t)
         stamp = sec * 10**9 + nanosec
-        tracking = cycle.law == command_cycle.COMPUTED_TORQUE
-        status = cycle.run(data, reference.sample(t) if tracking else None,
-                           self.effort_step(now, stamp))
+        tracking, task = cycle.law == command_cycle.COMPUTED_TORQUE, cycle.law == command_cycle.TASK
+        target = reference.sample(t) if tracking else self.task.cycle_target() if task else None
+        if task and target is None:
+            return False
+        status = cycle.run(data, target, self.effort_step(now, stamp))
         if status < 0:
             return False
         q, v, effort = cycle.state()
@@ -440,6 +453,8 @@ class DynamicsController(ArmNode):
         if tracking:
             self.reference, self.pending, limiter.state = reference, pending, (q, v)
         self.identification.add(q, v, effort)
+        if task:
+            self.task.served(q, v, t, cycle.condition[0])
         self.published(status, now, stamp)
         self.diagnostics.time(time.perf_counter() - received, time.time() - t)
         return True
