@@ -205,8 +205,11 @@ def joint_state(names, position, velocity=(), effort=(), stamp=None):
 
 
 def target_pose(offset, angle, stamp=None, frame_id=''):
-    """A ~/target_pose in ``frame_id`` (at POSE): the tip at POSE moved by ``offset`` (m, in
-    frame_id's axes), turned by ``angle`` (rad) about the base's z."""
+    """A ~/target_pose in ``frame_id`` (at POSE).
+
+    The tip at POSE moved by ``offset`` (m, in frame_id's axes), turned by ``angle`` (rad) about
+    the base's z.
+    """
     T = rd.frame_pose(MODEL, POSE, MODEL.tip)
     if frame_id in MODEL.frame_names:
         T = np.linalg.solve(rd.frame_pose(MODEL, POSE, frame_id), T)
@@ -244,8 +247,11 @@ def ros():
 
 
 def targets(twin, k):
-    """The task-space modes' targets during the motion: a pose, a stream of stamped poses
-    (a target twist), a pose in a moving frame, a wrench in the tip's axes."""
+    """The task-space modes' targets during the motion.
+
+    A pose, a stream of stamped poses (a target twist), a pose in a moving frame, a wrench in
+    the tip's axes.
+    """
     if k == 30:
         twin.target(target_pose([0.02, -0.01, 0.03], 0.1))
     elif 100 <= k < 160 and k % 10 == 0:
@@ -258,8 +264,10 @@ def targets(twin, k):
 
 @pytest.mark.parametrize('config', [*CONFIGS, 'wrench_estimator'])
 def test_a_motion_gives_the_same_commands(ros, config):
-    """A smooth motion (with a trajectory to track, or task targets) at 1 kHz: the compiled
-    reader reads it, and the compiled cycle serves every state but the first."""
+    """A smooth motion (with a trajectory to track, or task targets) at 1 kHz.
+
+    The compiled reader reads it, and the compiled cycle serves every state but the first.
+    """
     twin = Twin(CONFIGS[config]) if config in CONFIGS else EstimatorTwin({})
     rng = np.random.default_rng(1)
     cycle = CommandCycle if config in CONFIGS else EstimatorCycle

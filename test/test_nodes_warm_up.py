@@ -1,5 +1,4 @@
-"""'ready' means ready: the first joint states compile no numba kernel in controller or estimator,
-nor the simulator's first steps.
+"""'ready' means ready: no kernel compiles at the first state of a controller, estimator, simulator.
 
 On both paths, and for the controller in every mode and also across a switch of mode (a new
 reader and compiled cycle: an unmapped reader once had a type of its own, which compiled the

@@ -127,8 +127,10 @@ def configure(values, arm):
 
 
 def warm_up(model):
-    """Run both laws once at the neutral pose, and the pose error of streams and /diagnostics:
-    numba compiles or loads their kernels now."""
+    """Run both laws once at the neutral pose, and the pose error of streams and /diagnostics.
+
+    numba compiles or loads their kernels now.
+    """
     q, zero = model.neutral_position, np.zeros(model.nv)
     for law in (CartesianImpedance(model, np.ones(6), max_velocity=(1.0, 1.0)),
                 OperationalSpace(model, np.ones(6))):
@@ -224,17 +226,21 @@ class TaskSpace:
         return tau
 
     def cycle_target(self):
-        """(T_d, ẋ_d, ẍ_d, F_d) for the compiled cycle (command_cycle.TASK), what ``control``
-        would give the law; None where the state needs ``control``: no target held yet, a
-        posture to take, a target on the scaled clock."""
+        """(T_d, ẋ_d, ẍ_d, F_d) for the compiled cycle (command_cycle.TASK).
+
+        What ``control`` would give the law; None where the state needs ``control``: no target
+        held yet, a posture to take, a target on the scaled clock.
+        """
         if self.pose_d is None or self.law.posture is None or self.scaled():
             return None
         twist_d = self.target_twist()
         return self.pose_d, ZERO if twist_d is None else twist_d, ZERO, self.wrench_d
 
     def served(self, q, v, t, condition):
-        """What ``control`` does besides the law, for a state the compiled cycle served (its
-        law's κ(Φ) ``condition``)."""
+        """Do what ``control`` does besides the law, for a state the compiled cycle served.
+
+        ``condition``: the law's κ(Φ), as the cycle computed it.
+        """
         self.t_state = t
         self.node.limiter.observe(q, v)
         self.law.condition = float(condition)
