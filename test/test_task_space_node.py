@@ -89,6 +89,18 @@ def test_bad_targets_are_rejected_and_counted(task):
     np.testing.assert_array_equal(task.pose_d, held)
 
 
+def test_a_quaternion_of_huge_components_is_its_rotation_not_a_zero_matrix(task):
+    """|q| of (1e300, 0, 0, 1e300) overflows; the target is still its quarter turn about x."""
+    msg = pose_msg('', [0.3, 0.1, 0.5], [0, 0, 0])
+    o = msg.pose.orientation
+    o.x, o.y, o.z, o.w = 1e300, 0.0, 0.0, 1e300
+    task.on_target_pose(msg)
+    c = np.cos(np.pi / 2)
+    np.testing.assert_allclose(task.pose_d[:3, :3], [[1, 0, 0], [0, c, -1], [0, 1, c]],
+                               atol=1e-15)
+    assert not task.node.counts
+
+
 def test_a_wrench_in_tip_axes_is_rotated_into_base_axes(task):
     msg = WrenchStamped()
     msg.header.frame_id = 'panda_hand_tcp'

@@ -143,11 +143,13 @@ def pose_matrix(pose):
     """geometry_msgs/Pose -> 4x4 (BadInput for non-finite values or a zero quaternion)."""
     p, o = pose.position, pose.orientation
     xyz, quaternion = np.array([p.x, p.y, p.z]), np.array([o.x, o.y, o.z, o.w])
-    if not (all_finite(xyz) and all_finite(quaternion)) or np.linalg.norm(quaternion) < 1e-6:
+    scale = np.abs(quaternion).max()   # |q| of 1e200s would overflow: scaled first
+    if not (all_finite(xyz) and all_finite(quaternion)) \
+            or scale * np.linalg.norm(quaternion / max(scale, 1e-300)) < 1e-6:
         raise BadInput(f'needs a finite position and a non-zero quaternion, got {xyz.tolist()}, '
                        f'{quaternion.tolist()}')
     T = np.eye(4)
-    T[:3, :3] = Rotation.from_quat(quaternion).as_matrix()   # normalised
+    T[:3, :3] = Rotation.from_quat(quaternion / scale).as_matrix()   # normalised
     T[:3, 3] = xyz
     return T
 
