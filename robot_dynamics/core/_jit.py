@@ -45,15 +45,20 @@ class _Stamped:
         return super().get_source_stamp(), STAMP
 
 
-class _UserProvided(_Stamped, caching.UserProvidedCacheLocator):
+def _locator(name):
+    """Numba's cache locator ``name``: public in newer numba, underscored in 0.59-0.61."""
+    return getattr(caching, name, None) or getattr(caching, '_' + name)
+
+
+class _UserProvided(_Stamped, _locator('UserProvidedCacheLocator')):
     pass
 
 
-class _InTree(_Stamped, caching.InTreeCacheLocator):
+class _InTree(_Stamped, _locator('InTreeCacheLocator')):
     pass
 
 
-class _UserWide(_Stamped, caching.UserWideCacheLocator):
+class _UserWide(_Stamped, _locator('UserWideCacheLocator')):
     pass
 
 
