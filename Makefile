@@ -1,17 +1,23 @@
-# make demo / make test: create or reuse .venv (scripts/setup_venv.sh), then run.
-PY := .venv/bin/python
+# make demo / make test: create or reuse the environment's venv (scripts/setup_venv.sh), then
+# run. ROS_DISTRO picks the environment: kilted (default; .venv, the newest pins) or jazzy
+# (.venv-jazzy: Python 3.12, ROS 2 Jazzy wheels, Ubuntu 24.04's numpy and scipy, numba 0.59.1).
+ROS_DISTRO ?= kilted
+export ROS_DISTRO
+VENV := $(if $(filter jazzy,$(ROS_DISTRO)),.venv-jazzy,.venv)
+PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest -q --timeout=300
 
 .PHONY: all venv demo test test-nojit bench bench-nodes lint colcon clean
 all: test
 
 venv:
-	@scripts/setup_venv.sh
+	@scripts/setup_venv.sh >/dev/null
 
 demo: venv
 	$(PY) -m robot_dynamics.demo
 
 test: venv
+	@$(PY) -m robot_dynamics.versions
 	$(PYTEST) --durations=25 test
 	@$(MAKE) --no-print-directory test-nojit
 
@@ -23,7 +29,6 @@ test-nojit: venv
 lint: venv
 	$(PYTEST) -m linter test
 
-# colcon build into a temporary workspace, and check the installed layout.
 bench: venv
 	$(PY) -m robot_dynamics.benchmarks
 
@@ -31,6 +36,7 @@ bench: venv
 bench-nodes: venv
 	$(PY) -m robot_dynamics.benchmarks.nodes
 
+# colcon build into a temporary workspace, and check the installed layout.
 colcon: venv
 	scripts/check_colcon.sh
 

@@ -22,11 +22,16 @@ setup(
         (f'share/{package_name}', ['package.xml']),
         share('launch', 'launch/*.launch.py'),
         share('config', 'config/*.yaml', 'config/*.xml'),
+        share('config/ros2_control', 'config/ros2_control/*.yaml'),
         share('urdf', f'{package_name}/robots/*.urdf'),
     ],
-    install_requires=['setuptools', 'numpy', 'scipy', 'numba', 'PyYAML'],
+    # The floors CI tests (requirements-jazzy.txt): Ubuntu 24.04's numpy and scipy, the oldest
+    # numba for Python 3.12.
+    install_requires=['setuptools', 'numpy>=1.26.4', 'scipy>=1.11.4', 'numba>=0.59.1', 'PyYAML'],
     extras_require={
-        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'mujoco', 'matplotlib'],
+        'test': ['pytest', 'pytest-timeout', 'hypothesis', 'pin', 'mujoco', 'matplotlib',
+                 'rosbags'],
+        'bags': ['rosbags'],      # fit_dynamics on rosbag2 recordings (MCAP, sqlite3)
         'mujoco': ['mujoco'],
         'plot': ['matplotlib'],   # pfl_map's PNG
     },

@@ -4,8 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-venv=$repo/.venv
-scripts/setup_venv.sh
+venv=$repo/$(scripts/setup_venv.sh | tail -1)   # ROS_DISTRO's venv (setup_venv.sh)
 
 ws=$(mktemp -d)
 trap 'rm -rf "$ws"' EXIT
@@ -26,7 +25,8 @@ cmp -s package.xml "$share/package.xml" || fail "share/robot_dynamics/package.xm
 for dir in launch config urdf; do
     [ -d "$share/$dir" ] || fail "missing share/robot_dynamics/$dir"
 done
-for src in launch/*.launch.py config/*.yaml config/*.xml robot_dynamics/robots/*.urdf; do
+for src in launch/*.launch.py config/*.yaml config/*.xml config/ros2_control/*.yaml \
+    robot_dynamics/robots/*.urdf; do
     [ -e "$src" ] || continue  # an unmatched glob
     case $src in robot_dynamics/robots/*) dst=urdf/${src##*/} ;; *) dst=$src ;; esac
     cmp -s "$src" "$share/$dst" || fail "share/robot_dynamics/$dst missing or different"

@@ -433,6 +433,9 @@ class PinocchioReference:
     def __init__(self, xml, joint_names, base=None, gravity=(0, 0, -9.81)):
         import pinocchio as pin
         self.pin = pin
+        # Pinocchio 2 (the newest beside numpy 1.26) keeps model.armature but leaves it out of
+        # rnea, crba and aba; then its terms are added here in closed form (I_a q̈, diag(I_a)).
+        self.adds_armature = int(pin.__version__.split('.')[0]) < 3
         full = pin.buildModelFromXML(xml)
         locked = locked_positions(xml, set(joint_names))
         q_ref = pin.neutral(full)
@@ -478,7 +481,11 @@ class PinocchioReference:
             for name, f in zip(body_joints, f_ext):
                 forces[self.model.getJointId(name)] = pin.Force(f[3:], f[:3])
             args.append(forces)
-        return pin.rnea(*args)[self.iv].copy()
+        return pin.rnea(*args)[self.iv] + self._armature() * a
+
+    def _armature(self):
+        """The armature Pinocchio's algorithms leave out (zero on Pinocchio >= 3)."""
+        return self.model.armature[self.iv] if self.adds_armature else np.zeros(self.nv)
 
     def gravity(self, q):
         return self.pin.computeGeneralizedGravity(self.model, self.data, self.q(q))[self.iv]
@@ -489,13 +496,15 @@ class PinocchioReference:
     def mass_matrix(self, q):
         M = self.pin.crba(self.model, self.data, self.q(q)).reshape(self.nv, self.nv)
         M = np.triu(M) + np.triu(M, 1).T
-        return M[np.ix_(self.iv, self.iv)]
+        return M[np.ix_(self.iv, self.iv)] + np.diag(self._armature())
 
     def coriolis_matrix(self, q, v):
         C = self.pin.computeCoriolisMatrix(self.model, self.data, self.q(q), self.v(v))
         return C.reshape(self.nv, self.nv)[np.ix_(self.iv, self.iv)]
 
     def forward_dynamics(self, q, v, tau):
+        if self._armature().any():   # M(q) q̈ = τ − h(q, q̇), M with the armature added
+            return np.linalg.solve(self.mass_matrix(q), tau - self.nonlinear_effects(q, v))
         return self.pin.aba(self.model, self.data, self.q(q), self.v(v), self.v(tau))[self.iv]
 
     def frame_pose(self, q, frame):

@@ -147,3 +147,39 @@ def test_importing_the_package_loads_no_ros():
     loaded = subprocess.run([sys.executable, '-c', code], cwd=REPO, check=True,
                             capture_output=True, text=True).stdout.split()
     assert not [module for module in loaded if is_ros(module)]
+
+
+def test_declared_version_floors_are_the_tested_floor(manifest):
+    """package.xml and setup.py state as floors the versions the Jazzy-floor CI run installs."""
+    pinned = dict(line.split('#')[0].strip().split('==')
+                  for line in (REPO / 'requirements-jazzy.txt').read_text().splitlines()
+                  if '==' in line.split('#')[0])
+    floors = dict(requirement.split('>=') for requirement in setup_keyword('install_requires')
+                  if '>=' in requirement)
+    for name in ('numpy', 'scipy', 'numba'):
+        assert floors[name] == pinned[name], f'setup.py {name}>= vs requirements-jazzy.txt'
+        [depend] = [d for d in manifest.exec_depends if d.name == ROSDEP_KEY[name]]
+        assert depend.version_gte == pinned[name], f'package.xml {depend.name} version_gte'
+
+
+@pytest.mark.parametrize('name, controller_type, parameters', [
+    ('joint_group_effort_controller', 'effort_controllers/JointGroupEffortController', {}),
+    ('forward_command_controller', 'forward_command_controller/ForwardCommandController',
+     {'interface_name': 'effort'}),
+])
+def test_ros2_control_effort_controllers_take_our_commands(name, controller_type, parameters):
+    """The shipped controller_manager files load the effort controller we publish to.
+
+    It is named effort_controller, so it reads ~/commands = effort_controller/commands, our
+    topic; its joints are the Panda's, in the order of our joints parameter.
+    """
+    import yaml
+    document = yaml.safe_load((REPO / 'config' / 'ros2_control' / f'{name}.yaml').read_text())
+    manager = document['controller_manager']['ros__parameters']
+    assert manager == {'effort_controller': {'type': controller_type}}
+    controller = document['effort_controller']['ros__parameters']
+    panda = yaml.safe_load((REPO / 'config' / 'panda.yaml').read_text())
+    assert controller == {'joints': panda['/**/dynamics_controller']['ros__parameters']['joints'],
+                          **parameters}
+    controller_source = (PACKAGE / 'nodes' / 'dynamics_controller.py').read_text()
+    assert "'effort_controller/commands'" in controller_source
