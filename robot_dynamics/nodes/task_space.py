@@ -33,6 +33,7 @@ Parameters are given translation first (x, y, z, then about x, y, z), as ROS mes
 poses and twists; the core's vectors are angular first, and the conversion is here only.
 """
 import bisect
+import functools
 import time
 
 import numpy as np
@@ -154,14 +155,27 @@ def pose_matrix(pose):
     return T
 
 
-def fill_pose(pose, T):
-    """Write the 4x4 pose T (its rotation orthonormal to rounding) into a geometry_msgs/Pose.
+def _rotation_from_valid_matrix():
+    """Rotation.from_matrix for a rotation orthonormal to rounding.
 
-    assume_valid: scipy's projection onto a rotation costs 90 µs (~/tip_pose: 100 Hz).
+    assume_valid skips scipy's projection onto a rotation, 90 µs (~/tip_pose: 100 Hz); older
+    scipy (Ubuntu 24.04's 1.11) has no such keyword and always projects.
     """
+    try:
+        Rotation.from_matrix(np.eye(3), assume_valid=True)
+    except TypeError:
+        return Rotation.from_matrix
+    return functools.partial(Rotation.from_matrix, assume_valid=True)
+
+
+rotation_from_valid_matrix = _rotation_from_valid_matrix()
+
+
+def fill_pose(pose, T):
+    """Write the 4x4 pose T (its rotation orthonormal to rounding) into a geometry_msgs/Pose."""
     p, o = pose.position, pose.orientation
     p.x, p.y, p.z = T[:3, 3].tolist()
-    o.x, o.y, o.z, o.w = Rotation.from_matrix(T[:3, :3], assume_valid=True).as_quat().tolist()
+    o.x, o.y, o.z, o.w = rotation_from_valid_matrix(T[:3, :3]).as_quat().tolist()
 
 
 class TaskSpace:
