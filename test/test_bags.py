@@ -8,20 +8,19 @@ messages carry the gripper's joints too, in an order of their own per message, a
 publisher's messages are interleaved: the fit of each bag must equal the .npz's. Then the
 bags fit_dynamics must refuse, each with its reason, and the topic and stamp options.
 """
+import pathlib
 import sys
 import types
 
 import numpy as np
 import pytest
+from rosbags import rosbag2, typesys   # the bags' writer (requirements: rosbags)
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.core.control import ComputedTorque
 from robot_dynamics.simulation import make_engine
 from robot_dynamics.tools import bags, fit, recording
-
-rosbag2 = pytest.importorskip('rosbags.rosbag2')   # requirements-test.txt installs it
-typesys = pytest.importorskip('rosbags.typesys')
 
 BASE, TIP = 'panda_link0', 'panda_hand_tcp'
 FINGERS = ['panda_finger_joint1', 'panda_finger_joint2']
@@ -179,13 +178,15 @@ def test_command_line_on_a_bag_directory(tmp_path, capsys, run):
 
 # ---- topics ----
 
-def test_the_robot_description_topic_is_read(tmp_path, run):
-    urdf = rd.robot_urdf('panda')
-    text = urdf if urdf.lstrip().startswith('<') else open(urdf).read()
+def test_the_model_from_the_robot_description_topic(tmp_path, run, npz_fit):
+    """Without --robot/--urdf, the URDF robot_state_publisher published, if it was recorded."""
+    text = pathlib.Path(rd.robot_urdf('panda')).read_text()
     description = TYPES['std_msgs/msg/String'](data=text)
-    bag = write_bag(tmp_path / 'bag', {'/joint_states': broadcast(run)[:10],
+    bag = write_bag(tmp_path / 'bag', {'/joint_states': broadcast(run),
                                        '/robot_description': [(START, description)]})
-    assert bags.Bag(bag).description == text
+    options = [o for o in FIT if o not in ('--robot', 'panda')]
+    found = fit.run(fit.parse_arguments([str(bag), '--base', BASE, '--tip', TIP, *options]))
+    assert_same_fit(found, npz_fit)
 
 
 def test_a_namespaced_topic_is_taken_when_it_is_the_only_one(tmp_path, capsys, run, npz_fit):

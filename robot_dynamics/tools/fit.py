@@ -127,7 +127,7 @@ def parse_arguments(argv):
         parser.error(f'--prior-std must be a positive number, got {args.prior_std}')
     given = [f'--{k.replace("_", "-")}' for k in ('topic', 'stamps', 'torque_constants')
              if getattr(args, k) is not None]
-    if given and not bags.is_bag(args.recording):
+    if given and pathlib.Path(args.recording).suffix.lower() in recording.EXTENSIONS:
         parser.error(f'{", ".join(given)}: for rosbag2 recordings; {args.recording} is not one '
                      '(record_joint_states files hold torques, stamped from the headers)')
     return args
