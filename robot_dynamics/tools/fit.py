@@ -3,11 +3,16 @@
     fit_dynamics RECORDING (--robot panda|ur5e | --urdf FILE) [--base LINK] [--tip LINK]
         [--payload [--no-payload-inertia]] [--friction [--stiction]] [--armature] [--links]
         [--cutoff HZ] [--edge S] [--output params.yaml]
+        [--topic /joint_states] [--stamps header|receive] [--torque-constants K ...]
     python -m robot_dynamics.tools.fit ...
 
-RECORDING is a file of ``record_joint_states`` (layout: ``robot_dynamics.tools.recording``).
+RECORDING is a file of ``record_joint_states`` (.npz or .csv, layout:
+``robot_dynamics.tools.recording``) or a rosbag2 of sensor_msgs/JointState, ``ros2 bag record
+/joint_states``: its directory, or one .mcap or .db3 file (``--topic``, ``--stamps``,
+``--torque-constants`` for currents; read by the ``rosbags`` library: ``tools/bags.py``).
 The model is the URDF of ``--urdf`` or ``--robot`` (with that robot's base and tip from
-config/<robot>.yaml unless given), else the recording's ``robot_description`` or ``urdf``.
+config/<robot>.yaml unless given), else the recording's ``robot_description`` (a bag's
+robot_description topic, if recorded) or ``urdf``.
 q is differentiated and τ filtered offline (zero-phase Butterworth, ``--cutoff``), the filter's
 edges dropped; then (numerics in ``fitting.py``):
 
@@ -48,7 +53,7 @@ import yaml
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.tools import fitting, recording
+from robot_dynamics.tools import bags, fitting, recording
 from robot_dynamics.core.identification import PRIOR_STD
 from robot_dynamics.core.spatial import inertia_to_urdf
 from robot_dynamics.tools.fitting import FitError
@@ -59,7 +64,8 @@ NODES = ('dynamics_controller', 'wrench_estimator')
 def parse_arguments(argv):
     """The command line, checked (argparse exits with status 2 on a usage error)."""
     parser = argparse.ArgumentParser(prog='fit_dynamics', description=__doc__.split('\n\n')[0])
-    parser.add_argument('recording', help='.npz or .csv file of record_joint_states')
+    parser.add_argument('recording', help='.npz or .csv file of record_joint_states, or a '
+                        'rosbag2 (its directory, or a .mcap or .db3 file)')
     source = parser.add_mutually_exclusive_group()
     source.add_argument('--urdf', help='URDF file (default: the one in the recording)')
     source.add_argument('--robot', choices=bringup.ROBOTS, help='a shipped robot')
@@ -93,6 +99,15 @@ def parse_arguments(argv):
                       'prior, in units of each link\'s size (default %(default)g)')
     tune.add_argument('--weighted', action='store_true',
                       help='weight joints by their residual RMS (two-step least squares)')
+    bag = parser.add_argument_group('rosbag2 recordings')
+    bag.add_argument('--topic', help=f'the JointState topic (default {bags.DEFAULT_TOPIC}, '
+                     'or a namespaced one if it is the only one)')
+    bag.add_argument('--stamps', choices=bags.STAMPS,
+                     help='header: the messages\' header stamps (default); receive: the bag\'s '
+                     'receive times')
+    bag.add_argument('--torque-constants', type=float, nargs='+', metavar='K',
+                     help='efforts are motor currents: N m/A per joint, in the chain\'s order '
+                     '(base to tip)')
     parser.add_argument('--output', '-o', help='parameter YAML to write')
     parser.add_argument('--force', action='store_true', help='write non-physical results too')
     args = parser.parse_args(argv)
@@ -110,11 +125,16 @@ def parse_arguments(argv):
         parser.error('--no-payload-inertia goes with --payload')
     if not (args.prior_std > 0 and np.isfinite(args.prior_std)):
         parser.error(f'--prior-std must be a positive number, got {args.prior_std}')
+    given = [f'--{k.replace("_", "-")}' for k in ('topic', 'stamps', 'torque_constants')
+             if getattr(args, k) is not None]
+    if given and pathlib.Path(args.recording).suffix.lower() in recording.EXTENSIONS:
+        parser.error(f'{", ".join(given)}: for rosbag2 recordings; {args.recording} is not one '
+                     '(record_joint_states files hold torques, stamped from the headers)')
     return args
 
 
-def load_model(args, data):
-    """The Model from --urdf/--robot (base and tip from the robot's config) or the recording."""
+def load_model(args, description='', urdf=''):
+    """The Model from --urdf/--robot (base and tip from the robot's config) or the recording's."""
     base, tip = args.base, args.tip
     if args.robot:
         config = bringup.load_config(bringup.config_file(f'{args.robot}.yaml'))
@@ -123,10 +143,10 @@ def load_model(args, data):
         source = rd.robot_urdf(args.robot)
     elif args.urdf:
         source = args.urdf
-    elif data.robot_description:
-        source = data.robot_description
-    elif data.urdf and pathlib.Path(data.urdf).is_file():
-        source = data.urdf
+    elif description:
+        source = description
+    elif urdf and pathlib.Path(urdf).is_file():
+        source = urdf
     else:
         raise FitError('no model: give --urdf or --robot (the recording holds no '
                        'robot_description, nor the path of a URDF file that exists)')
@@ -138,13 +158,34 @@ def load_model(args, data):
                          stribeck_velocity=args.stribeck_velocity)
 
 
+def read(args):
+    """The recording (a file of record_joint_states or a rosbag2) and the model: (data, model)."""
+    if not pathlib.Path(args.recording).exists():
+        raise FitError(f'cannot read {args.recording}: no such file or directory')
+    try:
+        if not bags.is_bag(args.recording):
+            data = recording.load(args.recording)
+            return data, load_model(args, data.robot_description, data.urdf)
+        bag = bags.Bag(args.recording, args.topic or bags.DEFAULT_TOPIC)
+        model = load_model(args, bag.description)
+        data = bag.recording(model.joint_names, args.stamps or 'header', args.torque_constants)
+    except (OSError, ValueError, KeyError) as error:
+        if isinstance(error, FitError):
+            raise
+        known = bags.is_bag(args.recording) or pathlib.Path(
+            args.recording).suffix.lower() in recording.EXTENSIONS
+        suffix = '' if known else (' (fit_dynamics reads .npz and .csv files of '
+                                   'record_joint_states, and rosbag2 directories, .mcap and .db3 '
+                                   'files)')
+        raise FitError(f'cannot read {args.recording}: {error}{suffix}') from None
+    for note in bag.notes:
+        print(f'{args.recording}: {note}')
+    return data, model
+
+
 def run(args):
     """Fit, print the report, write the YAML; returns the Fit."""
-    try:
-        data = recording.load(args.recording)
-    except (OSError, ValueError, KeyError) as error:
-        raise FitError(f'cannot read {args.recording}: {error}') from None
-    model = load_model(args, data)
+    data, model = read(args)
     samples = fitting.prepare(data, model, args.cutoff, args.edge, args.max_samples,
                               args.min_samples)
     options = dict(friction=args.friction, armature=args.armature, stiction=args.stiction,

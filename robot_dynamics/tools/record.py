@@ -176,12 +176,9 @@ class JointStateRecorder(Node):
             log.error(f'{n} samples recorded, fewer than min_samples = {self.min_samples}: '
                       f'no file written')
             return 1
-        stamps = np.array(self.stamps, dtype=np.int64)
         q, v, tau = (np.array(x) for x in zip(*self.rows))
-        data = recording.Recording(
-            (stamps - stamps[0]) * 1e-9, q, None if np.isnan(v).any() else v, tau,
-            self.reader.joint_names, start_time=stamps[0] * 1e-9,
-            robot_description=self.description, urdf=self.urdf)
+        data = recording.from_stamps(self.stamps, q, v, tau, self.reader.joint_names,
+                                     robot_description=self.description, urdf=self.urdf)
         try:
             recording.save(data, self.output)
         except OSError as error:

@@ -71,6 +71,17 @@ class Recording:
                 if x is not None}
 
 
+def from_stamps(stamps, q, v, tau, joint_names, **metadata):
+    """The Recording of samples stamped ``stamps`` (int ns): t from the first, start_time its s.
+
+    ``v`` None or with a NaN (a message without velocities): no velocities.
+    """
+    stamps = np.asarray(stamps, dtype=np.int64)
+    v = None if v is None or np.isnan(v).any() else v
+    return Recording((stamps - stamps[0]) * 1e-9, q, v, tau, joint_names,
+                     start_time=stamps[0] * 1e-9, **metadata)
+
+
 def check_path(path):
     """The extension's encoding ('.npz' or '.csv'), or ValueError."""
     suffix = pathlib.Path(path).suffix.lower()
