@@ -433,8 +433,8 @@ class PinocchioReference:
     def __init__(self, xml, joint_names, base=None, gravity=(0, 0, -9.81)):
         import pinocchio as pin
         self.pin = pin
-        # Pinocchio 2 (the newest beside numpy 1.26) keeps model.armature but leaves it out of
-        # rnea, crba and aba; then its terms are added here in closed form (I_a q̈, diag(I_a)).
+        # Pinocchio 2 (the newest beside numpy 1.26) has no armature: the reference then holds
+        # model.armature itself and adds its terms in closed form (I_a q̈, diag(I_a)).
         self.adds_armature = int(pin.__version__.split('.')[0]) < 3
         full = pin.buildModelFromXML(xml)
         locked = locked_positions(xml, set(joint_names))
@@ -446,6 +446,8 @@ class PinocchioReference:
         ids = [full.getJointId(name) for name in locked]
         self.model = pin.buildReducedModel(full, ids, q_ref) if ids else full
         self.data = self.model.createData()
+        if self.adds_armature:
+            self.model.armature = np.zeros(self.model.nv)
         self.joints = [self.model.joints[self.model.getJointId(n)] for n in joint_names]
         assert self.model.nv == len(joint_names), "reduced model and joint_names disagree"
         self.iv = np.array([j.idx_v for j in self.joints], int)
