@@ -79,7 +79,10 @@ def test_a_graceful_stop_ends_on_the_final_command(mode, config, parameters, sig
         launch.ready()
         probe.wait_for_publishers(commands)
         probe.wait_for_publishers(beats)
-        probe.until_answered(states, lambda: state(POSE, VELOCITY, time.time()), commands)
+        try:
+            probe.until_answered(states, lambda: state(POSE, VELOCITY, time.time()), commands)
+        except AssertionError as error:
+            raise AssertionError(f'{error}\n{launch.logs()}') from None
         sent = []
         for k in range(STATES):
             q_last = POSE + 0.002 * k * VELOCITY
