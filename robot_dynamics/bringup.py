@@ -1,7 +1,8 @@
 """Which nodes run, with which parameters: the single source of truth of the bring-ups.
 
 Both launch/*.launch.py (through ``launch_description``) and the pip-environment runner
-(robot_dynamics.run) render it.
+(robot_dynamics.run) render it. Both end the whole bring-up when any of its nodes ends, with a
+non-zero status unless that node exited 0 (``on_node_exit``; docs/stopping.md).
 
 Every node gets ``config/<robot>.yaml`` or the ``config`` given (``/**/<node>: ros__parameters:``
 sections, which match the node in any namespace) and then the inline parameters of its NodeSpec:
@@ -11,7 +12,9 @@ prepended to the frame and joint names the config file gives (PREFIXED), for des
 names carry one (franka_fr3_duo's left_/right_, a dual xArm).
 """
 import dataclasses
+import functools
 import pathlib
+import signal
 
 import yaml
 
@@ -162,8 +165,45 @@ def _true(value):
     return str(value).lower() in ('true', '1', 'yes')
 
 
+class NodeDied(RuntimeError):
+    """A node of the bring-up ended while the bring-up ran (launch's status: non-zero)."""
+
+
+def exit_status(code):
+    """How a process ended, in words: 'exited with status 1', 'was killed by SIGKILL'."""
+    if code is not None and code < 0:
+        try:
+            return f'was killed by {signal.Signals(-code).name}'
+        except ValueError:
+            return f'was killed by signal {-code}'
+    return f'exited with status {code}'
+
+
+def on_node_exit(label, event, context):
+    """A node's process ended: end the bring-up, with a non-zero status unless it exited 0.
+
+    Nothing while the bring-up is shutting down (its own stop). launch's LaunchService.run
+    returns non-zero only for an error in launch itself (an exception in an action or event
+    handler: it logs it, shuts the launch down and returns 1), never for a process's exit
+    code, in Jazzy's launch 3.4 as in Rolling's (ros2/launch#780): so a node that died raises
+    NodeDied here, which ``ros2 launch`` reports and exits 1 on. A node that exited 0 (it was
+    stopped, SIGINT or SIGTERM) shuts the bring-up down with status 0.
+    """
+    if context.is_shutdown:
+        return None
+    how = f'{label} {exit_status(event.returncode)}'
+    if event.returncode != 0:
+        raise NodeDied(f'{how}: ending the bring-up')
+    from launch.actions import EmitEvent
+    from launch.events import Shutdown
+    return [EmitEvent(event=Shutdown(reason=f'{how}: ending the bring-up'))]
+
+
 def launch_description(setup):
-    """A launch.LaunchDescription for ``setup`` (imports launch/launch_ros: real ROS installs)."""
+    """A launch.LaunchDescription for ``setup`` (imports launch/launch_ros: real ROS installs).
+
+    Every node's ``on_exit`` is ``on_node_exit``: the bring-up ends when any node ends.
+    """
     from launch import LaunchDescription
     from launch.actions import DeclareLaunchArgument, OpaqueFunction
     from launch_ros.actions import Node
@@ -172,7 +212,8 @@ def launch_description(setup):
         arguments = {name: context.launch_configurations[name] for name in ARGUMENTS}
         return [Node(package=PACKAGE, executable=spec.executable, name=spec.name,
                      namespace=spec.namespace, output='screen',
-                     parameters=[spec.params_file, spec.parameters])
+                     parameters=[spec.params_file, spec.parameters],
+                     on_exit=functools.partial(on_node_exit, spec.label))
                 for spec in nodes(setup, **arguments)]
 
     return LaunchDescription(

@@ -12,6 +12,10 @@ RMW_IMPLEMENTATION = rmw_fastrtps_cpp) in a ROS_DOMAIN_ID of its own: the given 
 one from 1..101 held by a lock file in the temp directory while the run lasts, so parallel runs
 never share a domain. The domain is printed: ``ROS_DOMAIN_ID=<id>`` plus the same two variables
 let other tools join.
+
+The run ends when any node ends, as the launch files do: the others are stopped, and the status
+is 1 with a message naming the node and its exit status, unless it exited 0. SIGTERM to the
+runner stops the nodes as ctrl-c does.
 """
 import argparse
 import fcntl
@@ -137,9 +141,20 @@ def parse(argv=None):
                                **{name: getattr(args, name) for name in bringup.ARGUMENTS})
 
 
+def interrupt(signum, frame):
+    """SIGTERM to the runner: stop the nodes as on ctrl-c (SIGINT to each), then exit."""
+    raise KeyboardInterrupt
+
+
 def main(argv=None):
+    """Run until --duration, ctrl-c or SIGTERM, or until any node ends.
+
+    A node that ends stops the others (SIGINT: each ends on its safe final command), and the
+    run exits 1 with a message naming it and how it ended, unless it exited 0 (it was stopped).
+    """
     args, specs = parse(argv)
     domain, lock = (args.domain_id, None) if args.domain_id is not None else allocate_domain_id()
+    signal.signal(signal.SIGTERM, interrupt)
     with tempfile.TemporaryDirectory(prefix='robot_dynamics_run_') as work:
         env = loopback_environment(domain, work)
         print(f'ROS_DOMAIN_ID={domain} RMW_IMPLEMENTATION=rmw_fastrtps_cpp '
@@ -151,13 +166,18 @@ def main(argv=None):
                 time.sleep(0.1)
         except KeyboardInterrupt:
             pass
-        failed = {n: c for n, c in procs.exited().items() if c}
-        procs.stop()
+        ended = procs.exited()
+        for name, code in ended.items():
+            print(f'{name} {bringup.exit_status(code)}: stopping the bring-up', file=sys.stderr,
+                  flush=True)
+        codes = procs.stop()
     if lock:
         lock.close()
-    for name, code in failed.items():
-        print(f'{name} exited with status {code}', file=sys.stderr)
-    return 1 if failed else 0
+    if ended:
+        stopped = ', '.join(f'{n} {bringup.exit_status(c)}' for n, c in codes.items()
+                            if n not in ended)
+        print(f'stopped: {stopped or "nothing else ran"}', file=sys.stderr)
+    return 1 if any(ended.values()) else 0
 
 
 if __name__ == '__main__':

@@ -5,13 +5,15 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 from rclpy.serialization import deserialize_message, serialize_message
+from builtin_interfaces.msg import Time
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from robot_dynamics.core._jit import jit
 from robot_dynamics.nodes.cdr import OK, CdrJointStateReader, Float64MultiArrayWriter, \
-    JointStateWriter, WrenchStampedWriter, parse_joint_state, read_float64_array, read_state
+    JointStateWriter, WrenchStampedWriter, parse_joint_state, read_float64_array, read_state, \
+    serialized_time
 from robot_dynamics.nodes.joint_states import BadInput, JointStateReader, wrench_message
 
 pytestmark = pytest.mark.nojit
@@ -245,3 +247,10 @@ def test_wrench_writer_gives_what_rclpy_gives(frame, sec, nanosec, wrench):
                           wrench, equal_nan=True)
     msg.header.stamp.sec = msg.header.stamp.nanosec = 0   # wrench_message leaves it unset
     assert serialize_message(msg) == serialize_message(wrench_message(frame, wrench))
+
+
+@given(st.integers(-2**31, 2**31 - 1), st.integers(0, 2**32 - 1))
+@settings(max_examples=100, deadline=None)
+def test_time_serialized_as_rclpy_does(sec, nanosec):
+    """The heartbeat's bytes (a builtin_interfaces/Time) are rclpy's."""
+    assert serialized_time(sec, nanosec) == serialize_message(Time(sec=sec, nanosec=nanosec))

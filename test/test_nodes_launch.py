@@ -1,14 +1,18 @@
-"""Launch files, bring-up, parameter files and runner agree with the nodes (no DDS; < 5 s).
+"""Launch files, bring-up, parameter files and runner agree with the nodes (about 20 s).
 
 ``launch``/``launch_ros`` are not installed here: the launch files run against a small stand-in
 of both, injected into sys.modules, which records what they declare and start. Every executable,
-parameter file and parameter they name must exist and be declared by the node.
+parameter file and parameter they name must exist and be declared by the node, and every node
+ends the bring-up when it ends. The runner is run once for real, with a node that dies at start.
 """
 import importlib
 import pathlib
 import re
 import runpy
+import signal
+import subprocess
 import sys
+import time
 import types
 
 import numpy as np
@@ -38,10 +42,11 @@ class Recorded:
 @pytest.fixture
 def launch_stub(monkeypatch):
     modules = {name: types.ModuleType(name) for name in
-               ('launch', 'launch.actions', 'launch_ros', 'launch_ros.actions')}
+               ('launch', 'launch.actions', 'launch.events', 'launch_ros', 'launch_ros.actions')}
     modules['launch'].LaunchDescription = type('LaunchDescription', (Recorded,), {})
-    for name in ('DeclareLaunchArgument', 'OpaqueFunction'):
+    for name in ('DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction'):
         setattr(modules['launch.actions'], name, type(name, (Recorded,), {}))
+    modules['launch.events'].Shutdown = type('Shutdown', (Recorded,), {})
     modules['launch_ros.actions'].Node = type('Node', (Recorded,), {})
     for name, module in modules.items():
         monkeypatch.setitem(sys.modules, name, module)
@@ -168,3 +173,54 @@ def test_domain_ids_are_not_shared_between_runs():
     assert len({domain for domain, _ in held}) == 5
     for _, lock in held:
         lock.close()
+
+
+def exited(code, shutting_down=False):
+    """A ProcessExited event's and the launch context's fields that on_exit reads."""
+    return (types.SimpleNamespace(returncode=code),
+            types.SimpleNamespace(is_shutdown=shutting_down))
+
+
+@pytest.mark.parametrize('path', LAUNCH_FILES, ids=lambda p: p.name)
+def test_any_node_that_ends_ends_the_bringup(launch_stub, path):
+    """on_exit of every node: raise (launch's status 1) unless it exited 0 or launch stops.
+
+    launch's LaunchService.run returns 1 for an exception in an event handler; it returns 0
+    after a Shutdown event, whatever the processes' exit codes (docs/stopping.md).
+    """
+    _, nodes = rendered_nodes(path, {'namespace': 'left'})
+    for node in nodes:
+        on_exit, label = node.kwargs['on_exit'], f"left.{node.kwargs['name']}"
+        with pytest.raises(bringup.NodeDied, match=rf'^{label} exited with status 1: '):
+            on_exit(*exited(1))
+        with pytest.raises(bringup.NodeDied, match=rf'^{label} was killed by SIGKILL: '):
+            on_exit(*exited(-signal.SIGKILL))
+        [emit] = on_exit(*exited(0))
+        assert type(emit).__name__ == 'EmitEvent'
+        shutdown = emit.kwargs['event']
+        assert type(shutdown).__name__ == 'Shutdown'
+        assert shutdown.kwargs['reason'].startswith(f'{label} exited with status 0')
+        for code in (0, 1, -signal.SIGINT):   # the bring-up's own stop: nothing more
+            assert on_exit(*exited(code, shutting_down=True)) is None
+
+
+def test_runner_stops_every_node_when_one_dies(tmp_path):
+    """A real run whose simulator dies at start (an engine typo): all stopped, status 1."""
+    started = time.monotonic()
+    result = subprocess.run(
+        [sys.executable, '-m', 'robot_dynamics.run', 'simulated_arm', '--engine', 'mujocoo'],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert "engine must be one of internal, mujoco; got 'mujocoo'" in result.stderr
+    assert 'arm_simulator exited with status 1: stopping the bring-up' in result.stderr
+    # SIGINT ends them (still importing, on a loaded machine: Python's default handler)
+    stopped = '(exited with status 0|was killed by SIGINT)'
+    assert re.search(rf'^stopped: dynamics_controller {stopped}, wrench_estimator {stopped}$',
+                     result.stderr, re.M), result.stderr[-3000:]
+    print(f'run with a dead node: {time.monotonic() - started:.1f} s')
+
+
+def test_exit_status_in_words():
+    assert bringup.exit_status(0) == 'exited with status 0'
+    assert bringup.exit_status(-signal.SIGTERM) == 'was killed by SIGTERM'
+    assert bringup.exit_status(-99) == 'was killed by signal 99'

@@ -23,6 +23,7 @@ from .joint_states import JointStateReader
 
 OK, NONE, PLAIN = 0, 1, 2           # statuses of the compiled reader
 HEADER_STAMP = struct.Struct('<iI')   # std_msgs/Header's stamp, after the encapsulation header
+ENCAPSULATION = b'\x00\x01\x00\x00'   # XCDR1, little endian
 # info slots: stamp, frame_id (offset, bytes), names (count, offset of the first), then the
 # count and offset of the position, velocity and effort arrays
 SEC, NANOSEC, FRAME, FRAME_LEN, NAMES, NAMES_AT, COUNTS, OFFSETS = 0, 1, 2, 3, 4, 5, 6, 9
@@ -146,6 +147,11 @@ def read_state(buf, ref, cfg, out, info):
 def header_stamp(data):
     """(sec, nanosec) of a serialized message that begins with a std_msgs/Header (None: short)."""
     return HEADER_STAMP.unpack_from(data, 4) if len(data) >= 12 else None
+
+
+def serialized_time(sec, nanosec):
+    """A builtin_interfaces/Time as CDR bytes (XCDR1 little endian), e.g. a header's stamp."""
+    return ENCAPSULATION + HEADER_STAMP.pack(sec, nanosec)
 
 
 def names_blob(names):

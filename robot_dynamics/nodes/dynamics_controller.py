@@ -15,6 +15,15 @@ latency, and the ramp below steps every STALE_TICK (20 ms). When states return, 
 resumes by holding the position it finds (bumpless). A real arm needs its own watchdog too (e.g.
 Franka's communication-loss reflex).
 
+A graceful stop (SIGINT, SIGTERM: ``finish``) ends on the same final command, in every mode:
+it ramps to τ = g(q_last) at max_effort_rate (at most STOP_RAMP, then at once), waits for the
+command's acknowledgement, and exits 0. Zero torque would let an arm without brakes fall; g(q)
+at the last pose holds it where it was, at rest. A kill (SIGKILL, a crash) cannot: the robot
+side must stop the arm when commands stop (docs/stopping.md). The heartbeat ``~/command_stamp``
+(builtin_interfaces/Time, the stamp of the joint state each command answers: the robot's own
+clock, so a watchdog there needs no clock sync) comes with every command that answers a state,
+and stops with the last one: the ramps after state_timeout and on a stop answer none.
+
 Rate limit: consecutive commands differ by at most ``max_effort_rate`` · Δt per joint. Δt is
 the wall time between them or, when longer, the time between the states they answer on the
 arm's clock (their stamps: what the actuator steps on), but never more than the wall time plus
@@ -83,6 +92,8 @@ import math
 import time
 
 import numpy as np
+from builtin_interfaces.msg import Time
+from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -111,6 +122,8 @@ MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate li
 RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
 STALE_TICK = 0.02        # s: the stale check's period once states are overdue (the ramp)
 LATE = 0.08              # s: a stale check this late: this process itself did not run
+STOP_RAMP = 1.0          # s: longest ramp to the final command on a graceful stop
+ACK_WAIT = 1.0           # s: longest wait for the final command's acknowledgements
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
             'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
 
@@ -271,6 +284,7 @@ class DynamicsController(ArmNode):
         super().__init__(self.NAME, **options)
         self.publisher = self.create_publisher(Float64MultiArray, 'effort_controller/commands',
                                                COMMAND_QOS)
+        self.heartbeat = self.create_publisher(Time, '~/command_stamp', COMMAND_QOS)
         self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
         self.command = Float64MultiArray()
         # depth 1: a controller acts on the newest state and skips any it could not serve
@@ -456,6 +470,7 @@ class DynamicsController(ArmNode):
         if task:
             self.task.served(q, v, t, cycle.condition[0])
         self.published(status, now, stamp)
+        self.beat(sec, nanosec)
         self.diagnostics.time(time.perf_counter() - received, time.time() - t)
         return True
 
@@ -485,6 +500,7 @@ class DynamicsController(ArmNode):
             return
         # exact differences of stamps: integer nanoseconds
         if self.publish(tau, q, (sec * 10**9 + nanosec) or None):
+            self.beat(sec, nanosec)
             self.diagnostics.time(time.perf_counter() - received, time.time() - t)
 
     def check_stamp(self, t):
@@ -708,10 +724,7 @@ class DynamicsController(ArmNode):
             # late: this process itself did not run; let states queued meanwhile in first
             self.schedule_stale_check(now, left if left > 0.0 else STALE_TICK)
             return
-        target = self.config.gravity_compensation(self.q_last)
-        self.publish(target, self.q_last)
-        command = self.config.profile.command(self.q_last, target)
-        if not np.array_equal(self.tau_last, clamp_effort(command, self.config.effort_limits)[0]):
+        if not self.ramp_to_final():
             self.schedule_stale_check(now, STALE_TICK)
             return   # ramping down at max_effort_rate: again at the next tick
         self.commanding = False
@@ -720,6 +733,44 @@ class DynamicsController(ArmNode):
         self.get_logger().error(
             f"no joint_states for {self.values['state_timeout']} s: published a final gravity "
             'compensation command for the last pose and stopped commanding')
+
+    def ramp_to_final(self):
+        """One step, at max_effort_rate, toward the final command g(q_last); True once there."""
+        target = self.config.gravity_compensation(self.q_last)
+        self.publish(target, self.q_last)
+        command = self.config.profile.command(self.q_last, target)
+        return np.array_equal(self.tau_last, clamp_effort(command, self.config.effort_limits)[0])
+
+    def finish(self):
+        """A graceful stop (SIGINT, SIGTERM): end on the final command g(q_last), then exit.
+
+        It ramps there as after state_timeout, for at most STOP_RAMP, then publishes it
+        unlimited, and waits up to ACK_WAIT for reliable subscribers to acknowledge it. The
+        heartbeat has stopped with the last command that answered a state. Nothing while not
+        commanding: no state yet, or the stale check already ended on that command.
+        """
+        if not self.commanding or self.config is None:
+            return
+        deadline = self.monotonic() + STOP_RAMP
+        while not self.ramp_to_final():
+            if self.monotonic() > deadline:
+                self.published_at = None   # no rate limit: the final command at once
+                self.ramp_to_final()
+                break
+            time.sleep(STALE_TICK)
+        self.commanding = False
+        self.publisher.wait_for_all_acked(Duration(seconds=ACK_WAIT))
+        self.get_logger().info('stopping: published the final gravity compensation command for '
+                               'the last pose')
+
+    def beat(self, sec, nanosec):
+        """~/command_stamp: the stamp of the state the command just published answers.
+
+        An unstamped state's command carries the node's clock instead.
+        """
+        if not (sec or nanosec):
+            sec, nanosec = self.get_clock().now().seconds_nanoseconds()
+        self.heartbeat.publish(cdr.serialized_time(sec, nanosec))
 
     def schedule_stale_check(self, now, delay):
         """The next stale check in ``delay`` s: the timer restarted with that period."""

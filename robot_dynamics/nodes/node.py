@@ -120,6 +120,9 @@ class ArmNode(Node):
         while not stopped():
             executor.spin_once(timeout_sec=0.1)
 
+    def finish(self):
+        """The node's last act on a graceful stop, after its last callback (``main``)."""
+
 
 def executor():
     """rclpy's C++ events executor where available (Kilted), else the SingleThreadedExecutor.
@@ -137,25 +140,44 @@ def executor():
 def main(node_class, args=None):
     """Run one node until SIGINT/SIGTERM; a configuration error at start exits with status 1.
 
-    The exit status is what ``node.spin(executor, stopped)`` returns (None: 0).
+    Either signal stops the spin; the node then does its last act (``finish``: the
+    controller's safe final command) with rclpy's context still valid (rclpy's own signal
+    handlers are off, which Jazzy's rclpy 7 and Kilted's 9 both allow), and exits. A signal
+    while the node is still being built (numba may be compiling) stops it at once: it has
+    published nothing yet. The exit status is what ``node.spin(executor, stopped)`` returns
+    (None: 0); 0 after a signal.
     """
     rclpy.init(args=sys.argv if args is None else args,
                signal_handler_options=SignalHandlerOptions.NO)
-    stop = []
+    stop, running = [], []
+
+    def on_signal(signum, frame):
+        stop.append(signum)
+        if not running:
+            raise KeyboardInterrupt
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.append(sig))
+        signal.signal(sig, on_signal)
     faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: print where every thread is
     try:
         node = node_class()
+        running.append(True)
     except (ConfigError, ParameterException) as error:
         rclpy.logging.get_logger(node_class.NAME).fatal(str(error))
         rclpy.try_shutdown()
         return 1
+    except KeyboardInterrupt:
+        rclpy.logging.get_logger(node_class.NAME).info('stopped while starting')
+        rclpy.try_shutdown()
+        return 0
     spinner = executor()
     spinner.add_node(node)
     try:
         return node.spin(spinner, lambda: bool(stop)) or 0
     finally:
-        spinner.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
+        try:
+            node.finish()
+        finally:
+            spinner.shutdown()
+            node.destroy_node()
+            rclpy.try_shutdown()
