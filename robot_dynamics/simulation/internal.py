@@ -9,11 +9,13 @@ as the same steps on numpy arrays round it.
 End stops (``end_stops``): after each step, a joint beyond its URDF position limit is put back
 on it and the arm takes an inelastic impact there (``inelastic_stops``): the joint impulses
 λ ≥ 0 (pushing the joints back inside) that make no joint at a stop move outwards,
-q̇⁺ = q̇ + M(q)⁻¹ λ, with λ = 0 where a joint leaves its stop or rests on it without pushing
-(the complementarity conditions of a rigid, non-bouncing stop, solved exactly by Murty's
-principal pivoting on the few joints at a stop). It takes the kinetic energy the stops absorb,
-never adds any, and a joint pushed against its stop stays on it with q̇ = 0 there. The check is
-two comparisons per joint; M(q) is computed only on a step that ends beyond a stop.
+q̇⁺ = q̇ + M(q)⁻¹ λ, with λ = 0 where a joint leaves its stop (the complementarity conditions
+of a rigid, non-bouncing stop, solved exactly by Murty's principal pivoting on the few joints at
+a stop). It takes the kinetic energy the stops absorb and never adds any. A joint then resting
+on its stop (at the limit, q̇ = 0) is held there through the next step by the stop's reaction
+at every RK4 stage: the same conditions on q̈ (``stop_reactions``), so the rest of the arm moves
+with the constrained dynamics, and the joint leaves the stop when the arm pulls it inwards. The
+check is two comparisons per joint; M(q) is computed only at a stop.
 """
 import numpy as np
 
@@ -84,21 +86,28 @@ def beyond_stops(limits, q):
 
 
 @exact
-def inelastic_stops(limits, q, v, W, scratch):
-    """Put the joints beyond a stop on it and take the inelastic impact (module docstring).
-
-    ``W``: M(q) at the step's end (overwritten by M⁻¹); ``q`` is clamped in place, ``v`` gets
-    the impulses' velocity change. Returns False (nothing changed but q) if M is not PD.
-    """
-    n = q.shape[0]
-    A, x = scratch[:n], scratch[n:]
-    for i in range(n):   # joints at a stop and their velocity towards the inside
+def resting_on_stops(limits, q, v, x):
+    """Mark in x[SIDE] the joints resting on a stop (q at the limit, q̇ = 0); whether any is."""
+    any_ = False
+    for i in range(q.shape[0]):
         x[SIDE, i] = 0.0
-        if q[i] <= limits[0, i]:
-            q[i], x[SIDE, i] = limits[0, i], 1.0
-        elif q[i] >= limits[1, i]:
-            q[i], x[SIDE, i] = limits[1, i], -1.0
-        x[INWARD, i] = x[SIDE, i] * v[i]
+        if v[i] == 0.0 and q[i] == limits[0, i]:
+            x[SIDE, i], any_ = 1.0, True
+        elif v[i] == 0.0 and q[i] == limits[1, i]:
+            x[SIDE, i], any_ = -1.0, True
+    return any_
+
+
+@exact
+def stop_reactions(W, x, A, rate):
+    """Add to ``rate`` (q̇ or q̈) M⁻¹ S μ, μ ≥ 0 on the joints x[SIDE] marks (module docstring).
+
+    ``W``: M(q), overwritten by M⁻¹. Afterwards no marked joint's rate points outwards, and
+    those the stops hold have rate exactly 0. False if M is not positive definite.
+    """
+    n = W.shape[0]
+    for i in range(n):
+        x[INWARD, i] = x[SIDE, i] * rate[i]
         x[ACTIVE, i] = 1.0 if x[INWARD, i] < 0.0 else 0.0
     if not cholesky(W):
         return False
@@ -113,26 +122,41 @@ def inelastic_stops(limits, q, v, W, scratch):
             if x[ACTIVE, i] == 1.0 and x[IMPULSE, i] < 0.0:
                 flip = i
                 break
-            if x[ACTIVE, i] == 0.0 and inward_after(W, x, i) < -1e-12 * (1.0 + abs(v[i])):
+            if x[ACTIVE, i] == 0.0 and inward_after(W, x, i) < -1e-12 * (1.0 + abs(rate[i])):
                 flip = i
                 break
         if flip < 0:
             break
         x[ACTIVE, flip] = 1.0 - x[ACTIVE, flip]
     for i in range(n):
-        dv = 0.0
+        change = 0.0
         for j in range(n):
-            dv += W[i, j] * x[SIDE, j] * x[IMPULSE, j]
-        v[i] = v[i] + dv
-    for i in range(n):   # resting on a stop, exactly
-        if x[ACTIVE, i] == 1.0:
-            v[i] = 0.0
+            change += W[i, j] * x[SIDE, j] * x[IMPULSE, j]
+        rate[i] = 0.0 if x[ACTIVE, i] == 1.0 else rate[i] + change
     return True
 
 
 @exact
+def inelastic_stops(limits, q, v, W, scratch):
+    """Put the joints beyond a stop on it and take the inelastic impact (module docstring).
+
+    ``W``: M(q) at the stops (overwritten); ``q`` is clamped in place, ``v`` gets the impulses'
+    velocity change. Returns False (nothing changed but q) if M is not positive definite.
+    """
+    n = q.shape[0]
+    x = scratch[n:]
+    for i in range(n):
+        x[SIDE, i] = 0.0
+        if q[i] <= limits[0, i]:
+            q[i], x[SIDE, i] = limits[0, i], 1.0
+        elif q[i] >= limits[1, i]:
+            q[i], x[SIDE, i] = limits[1, i], -1.0
+    return stop_reactions(W, x, scratch[:n], v)
+
+
+@exact
 def inward_after(W, x, i):
-    """s_i q̇_i⁺ for joint i: its velocity towards the inside after the impulses x[IMPULSE]."""
+    """s_i (rate_i + (W S μ)_i) for joint i: its rate towards the inside after x[IMPULSE]."""
     w = x[INWARD, i]
     for j in range(W.shape[0]):
         w += x[SIDE, i] * W[i, j] * x[SIDE, j] * x[IMPULSE, j]
@@ -141,7 +165,7 @@ def inward_after(W, x, i):
 
 @exact
 def impact_impulses(W, x, A):
-    """x[IMPULSE] solving (S W S)_AA μ_A = −(S q̇)_A on the active set A, 0 elsewhere."""
+    """x[IMPULSE] solving (S W S)_AA μ_A = −x[INWARD]_A on the active set A, 0 elsewhere."""
     n, m = W.shape[0], 0
     for i in range(n):
         x[IMPULSE, i] = 0.0
@@ -170,10 +194,14 @@ def rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a, 
              scratch):
     """One RK4 step of q̈ = M⁻¹ (τ − D q̇ + Jᵀ F − C q̇ − g − τ_f) in place on (q, q̇).
 
-    Then the end stops ``limits`` (lower, upper rows; ±inf: none): ``inelastic_stops`` with
-    W, scratch its workspace. The status: 0, or NOT_POSITIVE_DEFINITE with (q, q̇) unchanged
-    by a stage (or clamped, if M(q) at a stop is not positive definite).
+    End stops ``limits`` (lower, upper rows; ±inf: none), W and scratch their workspace: the
+    joints resting on a stop at the start are held by its reaction at every stage
+    (``stop_reactions`` on q̈), and those beyond one at the end take ``inelastic_stops``.
+    The status: 0, or NOT_POSITIVE_DEFINITE with (q, q̇) unchanged by a stage (or clamped, if
+    M(q) at a stop is not positive definite).
     """
+    n = q.shape[0]
+    resting = resting_on_stops(limits, q, v, scratch[n:])
     k[POINT_Q], k[POINT_V] = q, v
     for s in range(4):
         if wrench:
@@ -182,6 +210,10 @@ def rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a, 
         if not forward_dynamics_state(table, k[POINT_Q], k[POINT_V], k[TORQUE], NO_WRENCHES,
                                       ws, a):
             return NOT_POSITIVE_DEFINITE
+        if resting:   # the stops' reaction at this stage
+            mass_matrix_state(table, k[POINT_Q], ws, W)
+            if not stop_reactions(W, scratch[n:], scratch[:n], a):
+                return NOT_POSITIVE_DEFINITE
         rk4_stage(s, h, q, v, a, k)
     if beyond_stops(limits, q):
         for i in range(q.shape[0]):   # M at the stops
@@ -294,10 +326,15 @@ class InternalEngine(Engine):
 
     def _advance_mimic(self, wrench):
         """The same stages, each q̈ from the public functions (independent coordinates)."""
-        k, F = self._k, self._F if wrench else None
+        k, F, n = self._k, self._F if wrench else None, self.model.nv
+        resting = resting_on_stops(self._limits, self._q, self._v, self._impact[n:])
         k[POINT_Q], k[POINT_V] = self._q, self._v
         for s in range(4):
             a = self._qdd(k[POINT_Q], k[POINT_V], self._tau, F)
+            if resting:
+                self._W[:] = rd.mass_matrix(self.model, k[POINT_Q], data=self.data)
+                if not stop_reactions(self._W, self._impact[n:], self._impact[:n], a):
+                    raise argument_error(self.model, NOT_POSITIVE_DEFINITE)
             rk4_stage(s, self.dt, self._q, self._v, a, k)
         if beyond_stops(self._limits, self._q):
             at_stops = np.clip(self._q, *self._limits)
