@@ -67,7 +67,7 @@ def warm_numba_cache():
     from robot_dynamics.simulation import simulate
     model = rd.with_payload(rd.load_urdf(rd.robot_urdf('panda'), 'panda_link0',
                                          'panda_hand_tcp'), 1.0, [0, 0, 0.1], np.eye(3) * 1e-3)
-    q, v = np.full(7, 0.1), np.full(7, 0.2)
+    q, v = np.clip(np.full(7, 0.1), model.lower, model.upper), np.full(7, 0.2)
     data = rd.Data(model)
     rd.forward_dynamics(model, q, v, rd.gravity(model, q, data=data), data=data)
     rd.frame_jacobian(model, q, model.tip, rd.LOCAL, data=data)

@@ -345,7 +345,7 @@ def test_payload_from_static_poses_on_an_engine(arm, engine, mass, com):
     model = model.replace(**hidden_joint_terms(model, rng))
     payload = dict(mass=mass, com=com, inertia=np.diag([0.004, 0.006, 0.003]) * mass)
     sim = make_engine(engine, case.xml, case.base, case.tip, model.joint_names,
-                      np.zeros(model.nv), 1e-3, payload=payload, joint_dynamics={
+                      model.neutral_position, 1e-3, payload=payload, joint_dynamics={
                           k: getattr(model, k) for k in ('armature', 'viscous', 'coulomb')})
     lower, upper = np.maximum(model.lower, -np.pi), np.minimum(model.upper, np.pi)
     q, v, tau = hold_poses(sim, model, rng.uniform(lower, upper, (8, model.nv)))

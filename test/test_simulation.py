@@ -55,9 +55,12 @@ def energy(model, xml, q, v):
 
 @pytest.mark.parametrize('arm', ARMS)
 def test_engines_agree_on_a_driven_trajectory(arm):
-    """τ = g(q) + a sinusoid, damping and a tip wrench (tip axes, then base axes): 0.5 s."""
+    """τ = g(q) + a sinusoid, damping and a tip wrench (tip axes, then base axes): 0.5 s.
+
+    Free joints: the engines' end stops differ (an impact, a soft constraint), their dynamics not.
+    """
     damping = np.linspace(0.2, 1.0, len(ARMS[arm][2]))
-    sims = [arm_engine(arm, engine, damping=damping)[0] for engine in ENGINES]
+    sims = [arm_engine(arm, engine, damping=damping, end_stops=False)[0] for engine in ENGINES]
     model = sims[0].model
     wrench = np.array([0.3, -0.2, 0.1, 4.0, -3.0, 5.0])
     for k in range(500):
@@ -184,7 +187,8 @@ def test_internal_steps_with_mimic_joints_are_rk4_of_the_public_functions():
     rng = np.random.default_rng(8)
     damping = rng.uniform(0.1, 1.0, MODEL.nv)
     q = np.clip(rng.normal(0.0, 0.5, MODEL.nv), MODEL.lower, MODEL.upper)
-    sim = simulate('internal', MODEL, MODEL.joint_names, q, DT, damping=damping)
+    sim = simulate('internal', MODEL, MODEL.joint_names, q, DT, damping=damping,
+                   end_stops=False)   # the stages alone (end stops: test_simulator_safety)
     v = np.zeros(MODEL.nv)
     for _ in range(50):
         tau = rd.gravity(MODEL, q) + rng.normal(0.0, 2.0, MODEL.nv)
@@ -199,10 +203,12 @@ def test_internal_steps_with_mimic_joints_are_rk4_of_the_public_functions():
 def test_a_diverging_step_raises_and_leaves_the_state_as_it_was(sensed):
     """Coulomb friction far too stiff for RK4 at this step (simulation module docstring).
 
-    The state runs away to non-finite values; the step from there raises and leaves it.
+    The state runs away to non-finite values; the step from there raises and leaves it. Free
+    joints: an end stop would catch the runaway joint.
     """
     sim, model = arm_engine('panda', 'internal', joint_dynamics=dict(coulomb=1e4,
-                                                                     coulomb_velocity=1e-4))
+                                                                     coulomb_velocity=1e-4),
+                            end_stops=False)
     zero, effort = np.zeros(model.nv), np.empty(model.nv)
     with pytest.raises(ValueError, match='tau must be 7 finite'):
         sim.sensed_step(np.full(model.nv, np.inf), zero, effort)
@@ -275,7 +281,8 @@ def test_payload_changes_the_dynamics_as_with_payload_predicts(arm, engine):
 @pytest.mark.parametrize('engine', ENGINES)
 @pytest.mark.parametrize('arm', ARMS)
 def test_energy_is_conserved_without_torque_or_damping(arm, engine):
-    sim, model = arm_engine(arm, engine)
+    """Free joints (the arm falls through its limits: end stops would take energy)."""
+    sim, model = arm_engine(arm, engine, end_stops=False)
     xml, energies, kinetic = urdf(arm), [], []
     for k in range(1001):
         if k % 20 == 0:

@@ -28,6 +28,16 @@ are re-anchored (a slip: the stamps stay continuous and fall behind the system c
 the loop latency: state published -> next effort command received.
 
 Brakes (``brakes``, default on): the arm holds ``initial_position`` until the first command.
+Command watchdog (``command_timeout``, simulated time, docs/arm_simulator.md): when no effort
+command has come for that long after one did (a controller killed, stalled or cut off), the
+simulated drive stops applying the last one and stops the arm itself, as Franka's and UR's do:
+each joint decelerated at ``stop_deceleration`` by the torque of the arm's own dynamics
+(τ = M q̈ + C q̇ + g + τ_f + D q̇ − Jᵀ F, clamped to the effort limits), q̈ = −q̇ / T_stop
+at most that deceleration (T_stop = max(STOP_TIME, dt)); at rest (|q̇| ≤ REST) the brakes
+engage and hold the arm as at start. The next command releases them: the simulator resumes
+(a real arm needs its error cleared or its program restarted first). One warning per stop.
+Joint end stops (``end_stops``, default on): the URDF position limits, in either engine
+(robot_dynamics.simulation).
 Reported effort: the joint torque a link-side torque sensor would measure, i.e. the clamped
 command minus the damping torque, τ − D q̇ (q̇ at the start of the step). The torques taken by
 the joint friction and armature are not subtracted: they are in the reported effort, as in the
@@ -50,6 +60,7 @@ step). False: rclpy serializes and deserializes the messages, and the step goes 
 hardware profile and ``Engine.step`` in Python. The values are the same, to the bit.
 """
 import dataclasses
+import math
 import time
 
 import numpy as np
@@ -58,6 +69,7 @@ from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
+import robot_dynamics as rd
 from robot_dynamics.core.control import clamp_effort
 from robot_dynamics.simulation import ENGINES, simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
@@ -73,6 +85,8 @@ from .plant_parameters import PLANT_PARAMS, make_plant, plant_urdf, with_profile
 
 SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 FLOW_WINDOW = 0.1   # s: commands "flow" while one came within this long (or command_wait)
+STOP_TIME = 0.01    # s: the watchdog stop's velocity time constant below stop_deceleration
+REST = 1e-3         # rad/s (m/s): every joint slower than this, the stopped arm is at rest
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +98,7 @@ class Config:
     profile: profiles.Profile   # the arm's interface, simulated the other way round
     urdf: str = None        # the plant's URDF (plant_parameters.plant_urdf)
     plant: object = None    # simulation.plant.Plant: delay, extra friction, sensors
+    timeout_steps: float = math.inf   # command_timeout in steps (inf: no watchdog)
 
     def same_arm(self, other):
         """Whether an engine built for ``other`` simulates this arm (damping, payload, joints)."""
@@ -114,6 +129,19 @@ class ArmSimulator(ArmNode):
               'into the joint limits)', read_only=True, per_joint=True),
         Param('brakes', True, 'bool', 'hold the initial pose until the first effort command',
               read_only=True),
+        Param('command_timeout', 0.1, 'double', 'command watchdog: no effort command for this '
+              'long (simulated time, s) after one came, and the simulated drive stops the arm '
+              'at stop_deceleration and engages its brakes; the next command releases them '
+              '(0: off). Real drives stop after 20 ms: Franka FCI on 20 missed 1 kHz commands '
+              '(communication_constraints_violation), UR after ur_robot_driver\'s 20 ms '
+              'receive timeout (stopj then halt); 0.1 s leaves room for a loaded host',
+              range=(0.0, 60.0)),
+        Param('stop_deceleration', 4.0, 'double', 'deceleration of the watchdog stop, rad/s^2 '
+              '(m/s^2), within the effort limits: 4 as UR\'s external control stops '
+              '(stopj(4.0))', range=(0.01, 1000.0)),
+        Param('end_stops', True, 'bool', 'joint end stops at the URDF position limits '
+              '(revolute and prismatic joints; an inelastic impact in the internal engine, '
+              'MuJoCo\'s joint limits in mujoco)', read_only=True),
         Param('command_wait', 0.002, 'double', 'a step is due but the controller lags more than '
               'one step: wait up to this long for its command, s (0: strict wall-clock pacing)',
               range=(0.0, 1.0)),
@@ -133,6 +161,10 @@ class ArmSimulator(ArmNode):
         self._build_plant = ArmBuilder()
         self.dt = 1.0 / self.values['rate']   # before load_model: apply() builds the engine
         self.braked = self.values['brakes']
+        self.stopping = False      # the watchdog has tripped: the drive is stopping the arm
+        self.clock = 0             # steps simulated: the arm's own clock (t = clock dt)
+        self.deadline = math.inf   # the watchdog trips on the step after this one
+        self.trips = 0             # times it tripped
         self.publisher = self.create_publisher(JointState, 'joint_states', COMMAND_QOS)
         raw = self.values['fast_path']
         self.create_subscription(Float64MultiArray, 'effort_controller/commands',
@@ -160,8 +192,10 @@ class ArmSimulator(ArmNode):
                 import_mujoco()
             except ImportError as error:
                 raise ConfigError(str(error)) from None
+        timeout = values['command_timeout']
         return Config(damping, initial, arm.model, arm.payload, profiles.profile(values, arm),
-                      plant=make_plant(values, arm, initial, self.dt))
+                      plant=make_plant(values, arm, initial, self.dt),
+                      timeout_steps=max(1, round(timeout / self.dt)) if timeout else math.inf)
 
     def _build(self, values, urdf):
         """The simulated arm is the plant: the profile's values on the plant's URDF."""
@@ -180,7 +214,7 @@ class ArmSimulator(ArmNode):
         start = config.initial if self.engine is None else arm.to_model(self.engine.q)
         engine = simulate(self.values['engine'], config.model, arm.joints, arm.to_joints(start),
                           self.dt, damping=arm.to_joints(config.damping), urdf_xml=config.urdf,
-                          payload=config.payload)
+                          payload=config.payload, end_stops=self.values['end_stops'])
         if self.engine is None:
             self.plant = config.plant   # plant.* are read-only: its delay line and RNG stay
             self.tau = np.zeros(m.nv)       # clamped command, model order
@@ -206,12 +240,13 @@ class ArmSimulator(ArmNode):
         arm, config, zero = self.arm, self.config, np.zeros(self.arm.model.nv)
         engine = simulate(self.values['engine'], config.model, arm.joints, self.engine.q,
                           self.dt, damping=arm.to_joints(config.damping), urdf_xml=config.urdf,
-                          payload=config.payload)
+                          payload=config.payload, end_stops=self.values['end_stops'])
         q = arm.to_model(engine.q)
         self.plant.friction(engine.v)
         wrenches = [(None, 'base')] + ([(np.ones(6), 'tip')] if arm.model.tip else [])
         for wrench, frame in wrenches:
             engine.holding_torque(wrench, frame)
+            self.stop_torque(engine, wrench, frame)
             if self.sensed:
                 engine.sensed_step(zero, zero, zero.copy(), wrench, frame)
             else:
@@ -236,14 +271,17 @@ class ArmSimulator(ArmNode):
                                       f'values, got {tau.tolist()}', throttle_duration_sec=1.0)
             return
         self.commanded_at = time.monotonic()
+        self.deadline = self.clock + self.config.timeout_steps
         self.loop_latency.add(self.commanded_at - self.published_at)
         self.tau, clamped = clamp_effort(self.arm.to_model(tau), self.arm.model.effort_limit)
         if clamped.any():
             self.get_logger().warning(f'command saturated at the effort limits: {tau.tolist()}',
                                       throttle_duration_sec=1.0)
-        if self.braked:
-            self.braked = False
-            self.get_logger().info('first effort command: brakes released')
+        if self.stopping or self.braked:
+            resumed = self.trips > 0
+            self.braked = self.stopping = False
+            self.get_logger().info('effort commands resumed: brakes released, stop ended'
+                                   if resumed else 'first effort command: brakes released')
 
     def on_wrench(self, msg):
         if self.config is None:
@@ -261,13 +299,21 @@ class ArmSimulator(ArmNode):
 
     # -- simulation ----------------------------------------------------------------------------
     def step(self):
-        """Advance the engine by one time step unless braked; set ``effort`` in joints order."""
-        sim, arm = self.engine, self.arm
+        """Advance the engine by one time step unless braked; set ``effort`` in joints order.
+
+        Past the watchdog's deadline, the drive's own stop instead of the command.
+        """
+        sim = self.engine
         wrench, frame = self.external or (None, 'base')
+        self.clock += 1
+        if self.clock > self.deadline and not self.braked:
+            self.trip()
+        if self.stopping:
+            self.stop_step(wrench, frame)
         if self.braked:
-            held = arm.to_model(sim.holding_torque(wrench, frame))
-            q_model = arm.to_model(sim.q)
-            self.effort = arm.to_joints(self.config.profile.reported_effort(q_model, held))
+            self.hold(wrench, frame)
+            return
+        if self.stopping:
             return
         q, v = sim.q, sim.v
         command = self.plant.command(self.tau)   # the plant's delay (of any order: model's)
@@ -279,6 +325,55 @@ class ArmSimulator(ArmNode):
         except ValueError as error:  # a diverged state: stop rather than publish garbage
             sim.set_state(q, np.zeros_like(v))
             self.braked = True
+            self.get_logger().error(f'simulation diverged ({error}): brakes engaged')
+
+    def hold(self, wrench, frame):
+        """Braked: the state stays; the effort is the torque the brakes hold."""
+        arm = self.arm
+        held = arm.to_model(self.engine.holding_torque(wrench, frame))
+        q_model = arm.to_model(self.engine.q)
+        self.effort = arm.to_joints(self.config.profile.reported_effort(q_model, held))
+
+    def trip(self):
+        """No command for command_timeout: the drive stops the arm (one warning per stop)."""
+        self.deadline, self.stopping = math.inf, True
+        self.trips += 1
+        self.plant.delay.line.clear()   # the line refills with the next command
+        topic = self.resolve_topic_name('effort_controller/commands')
+        self.get_logger().warning(
+            f"no effort command on {topic} for command_timeout {self.values['command_timeout']} "
+            f"s (simulated time): the last one is no longer applied; the drive stops the arm at "
+            f"{self.values['stop_deceleration']} rad/s^2 and engages the brakes")
+
+    def stop_torque(self, engine, wrench, frame):
+        """The stop's joint torque (model order, within the effort limits): module docstring."""
+        arm, m = self.arm, self.config.model
+        q, v = arm.to_model(engine.q), arm.to_model(engine.v)
+        limit = self.values['stop_deceleration']
+        a = -np.clip(v / max(STOP_TIME, self.dt), -limit, limit)
+        tau = rd.rnea(m, q, v, a) + self.config.damping * v
+        if wrench is not None:   # − Jᵀ F: the engine's holding torque less gravity
+            tau += arm.to_model(engine.holding_torque(wrench, frame)) - rd.gravity(m, q)
+        return clamp_effort(tau, m.effort_limit)[0]
+
+    def stop_step(self, wrench, frame):
+        """One step of the watchdog's stop; at rest, the brakes engage."""
+        sim, arm, config = self.engine, self.arm, self.config
+        v = sim.v
+        if np.abs(v).max(initial=0.0) <= REST:
+            sim.set_state(sim.q, np.zeros_like(v))
+            self.stopping, self.braked = False, True
+            self.get_logger().info(f'arm stopped at {np.round(sim.q, 4).tolist()}: brakes '
+                                   'engaged until the next effort command')
+            return
+        tau = self.stop_torque(sim, wrench, frame)
+        torque = tau - config.damping * arm.to_model(v)
+        self.effort = arm.to_joints(config.profile.reported_effort(arm.to_model(sim.q), torque))
+        try:
+            sim.step(arm.to_joints(tau) - self.plant.friction(v), wrench, frame)
+        except ValueError as error:
+            sim.set_state(sim.q, np.zeros_like(v))
+            self.stopping, self.braked = False, True
             self.get_logger().error(f'simulation diverged ({error}): brakes engaged')
 
     def sensed_step(self, command, v, wrench, frame):
@@ -356,7 +451,8 @@ class ArmSimulator(ArmNode):
         report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report}
         status = DiagnosticStatus(
             level=DiagnosticStatus.OK, name=f'{self.get_name()}: simulation',
-            message='braked' if self.braked else 'running', hardware_id=self.values['tip'],
+            message='braked' if self.braked else 'stopping' if self.stopping else 'running',
+            hardware_id=self.values['tip'],
             values=[KeyValue(key=k, value=str(v)) for k, v in report.items()])
         array = DiagnosticArray(status=[status])
         array.header.stamp.sec, array.header.stamp.nanosec = self.stamp

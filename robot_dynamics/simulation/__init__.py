@@ -11,7 +11,10 @@ with the classical fourth-order Runge-Kutta method at a fixed step dt:
 Over one step τ and F are held constant (zero-order hold, as on a torque-controlled arm).
 F = (moment, force) acts at the origin of the tip frame; it is held in base axes, so a wrench
 given in tip axes is rotated into base axes with the tip's orientation at the start of the step.
-Joint limits and contacts are not simulated. Vectors are in ``joint_names`` order.
+Joint end stops (``end_stops``, default on) hold each joint within its URDF position limits
+(revolute and prismatic joints; a continuous joint has none): the internal engine by an
+inelastic impact at the limit (:mod:`.internal`), MuJoCo by its own joint limit constraint
+(:mod:`.mujoco_engine`). Contacts are not simulated. Vectors are in ``joint_names`` order.
 
 Coulomb friction f_c tanh(q̇ / ε) is stiff near rest: its slope f_c / ε over the inertia I of the
 joint (armature included) must stay below RK4's stability limit 2.8 / dt (at 1 kHz and
@@ -34,16 +37,18 @@ JOINT_DYNAMICS = ('armature', 'viscous', 'coulomb', 'coulomb_velocity', 'stictio
                   'stribeck_velocity')
 
 
-def simulate(engine, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
+def simulate(engine, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None,
+             end_stops=True):
     """The engine 'internal' or 'mujoco' for the arm ``model``, used as given.
 
     ``model``: the simulated arm (rd.Model, payload and joint terms included). 'mujoco' builds
     its copy of the arm from ``urdf_xml`` (the URDF ``model`` was loaded from) and ``payload``,
     dict(mass, com, inertia), the payload at the tip that ``model`` carries (rd.with_payload).
     ``damping``: viscous joint damping D (N m s/rad), a number or one per joint (None: 0).
+    ``end_stops``: the joints stop at ``model``'s position limits (False: they pass through).
     """
     return engine_class(engine)(model, joint_names, q0, dt, damping=damping, urdf_xml=urdf_xml,
-                                payload=payload)
+                                payload=payload, end_stops=end_stops)
 
 
 def engine_class(engine):
@@ -58,7 +63,7 @@ def engine_class(engine):
 
 
 def make_engine(engine, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
-                gravity=(0.0, 0.0, -9.81), payload=None, joint_dynamics=None):
+                gravity=(0.0, 0.0, -9.81), payload=None, joint_dynamics=None, end_stops=True):
     """``simulate`` the arm base -> tip of a URDF, its model built here from the arguments.
 
     ``payload``: dict(mass, com, inertia) rigidly fixed to the tip, com and inertia (about the
@@ -74,7 +79,8 @@ def make_engine(engine, urdf_xml, base, tip, joint_names, q0, dt, damping=None,
     if payload and not set(payload) <= {'mass', 'com', 'inertia'}:
         raise ValueError(f'payload takes mass, com and inertia (at the tip), got {payload}')
     loaded = rd.with_payload(model, **payload) if payload else model
-    sim = cls(loaded, joint_names, q0, dt, damping=damping, urdf_xml=urdf_xml, payload=payload)
+    sim = cls(loaded, joint_names, q0, dt, damping=damping, urdf_xml=urdf_xml, payload=payload,
+              end_stops=end_stops)
     sim.joint_dynamics = dict(joint_dynamics) if joint_dynamics else None
     return sim
 

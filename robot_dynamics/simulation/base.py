@@ -10,6 +10,8 @@ class Engine:
     ``model``: the simulated arm (rd.Model, payload and joint terms included), used as given.
     ``urdf_xml`` and ``payload`` (dict(mass, com, inertia) at the tip, the one in ``model``) are
     for an engine that builds its own copy of the arm from the URDF (MuJoCo).
+    ``end_stops``: the joints stop at ``model``'s position limits (the URDF's; each engine its
+    own way: the internal one an inelastic impact, MuJoCo its joint limit constraint).
 
     Subclasses provide the state ``q``, ``v`` and
     ``_advance(tau, F)``: one step with τ and the base-axes tip wrench F (None: none) held;
@@ -20,7 +22,8 @@ class Engine:
     beyond 1e10, where MuJoCo itself would reset the arm to qpos0 and go on).
     """
 
-    def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
+    def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None,
+                 end_stops=True):
         self.joint_names = tuple(joint_names)
         #: index in model order of each joint of joint_names
         self.order = joint_order(model, self.joint_names)
@@ -36,6 +39,17 @@ class Engine:
         if (self.damping < 0.0).any():
             raise ValueError(f'damping must be >= 0, got {self.damping}')
         self.q0 = self._joint_vector(q0, 'q0')
+        #: the end stops, joints order: the URDF's position limits (±inf: none, as a continuous
+        #: joint's, or end_stops off)
+        self.end_stops = bool(end_stops)
+        self.lower = model.lower[self.order] if end_stops else np.full(model.nv, -np.inf)
+        self.upper = model.upper[self.order] if end_stops else np.full(model.nv, np.inf)
+        outside = (self.q0 < self.lower) | (self.q0 > self.upper)
+        if outside.any():
+            raise ValueError('q0 is outside the joint limits (end stops) of ' + ', '.join(
+                f'{self.joint_names[i]} ({self.q0[i]} not in [{self.lower[i]}, '
+                f'{self.upper[i]}])' for i in np.flatnonzero(outside)) +
+                ': start inside them (or turn end_stops off)')
         self.effort = np.zeros(model.nv)
         self.steps = 0
 

@@ -5,13 +5,26 @@ frame_jacobian_state, for a model without mimic joints; with mimic joints each s
 from the public functions, which solve in independent coordinates. Both compose the stages with
 the same kernels (``stage_torque``, ``rk4_stage``), compiled ``exact``: every operation rounded
 as the same steps on numpy arrays round it.
+
+End stops (``end_stops``): after each step, a joint beyond its URDF position limit is put back
+on it and the arm takes an inelastic impact there (``inelastic_stops``): the joint impulses
+λ ≥ 0 (pushing the joints back inside) that make no joint at a stop move outwards,
+q̇⁺ = q̇ + M(q)⁻¹ λ, with λ = 0 where a joint leaves its stop (the complementarity conditions
+of a rigid, non-bouncing stop, solved exactly by Murty's principal pivoting on the few joints at
+a stop). It takes the kinetic energy the stops absorb and never adds any. A joint then resting
+on its stop (at the limit, q̇ = 0) is held there through the next step by the stop's reaction
+at every RK4 stage: the same conditions on q̈ (``stop_reactions``), so the rest of the arm moves
+with the constrained dynamics, and the joint leaves the stop when the arm pulls it inwards. The
+check is two comparisons per joint; M(q) is computed only at a stop.
 """
 import numpy as np
 
 import robot_dynamics as rd
 from robot_dynamics.core._jit import exact
 from robot_dynamics.core.algorithms.forward_dynamics import forward_dynamics_state
+from robot_dynamics.core.algorithms.crba import mass_matrix_state
 from robot_dynamics.core.algorithms.jacobians import frame_jacobian_state
+from robot_dynamics.core.algorithms.linalg import cholesky, cholesky_inverse, cholesky_solve
 from robot_dynamics.core.arguments import NOT_POSITIVE_DEFINITE, NO_WRENCHES, argument_error
 
 from .base import Engine
@@ -21,6 +34,11 @@ from .base import Engine
 POINT_Q, POINT_V, TORQUE, SUM_V, SUM_A = range(5)
 NOT_FINITE = -1   # sensed_step's status for a torque that is not finite
 ALIGNED = int(rd.LOCAL_WORLD_ALIGNED)   # the Jacobian's reference, as the kernels take it
+#: rows of the impact scratch (n + IMPACT_ROWS, n): after the (n, n) block of the pivoting's
+#: matrix, each joint's side (+1 at its lower stop, -1 at its upper, 0 free), its velocity
+#: towards the inside s q̇, whether it is in the active set, the impulses, the right-hand side
+SIDE, INWARD, ACTIVE, IMPULSE, RHS = range(5)
+IMPACT_ROWS = 5
 
 
 @exact
@@ -59,11 +77,131 @@ def rk4_stage(s, h, q, v, a, k):
 
 
 @exact
-def rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a):
+def beyond_stops(limits, q):
+    """Whether a joint is beyond its stop: q < lower or q > upper (``limits`` rows)."""
+    for i in range(q.shape[0]):
+        if q[i] < limits[0, i] or q[i] > limits[1, i]:
+            return True
+    return False
+
+
+@exact
+def resting_on_stops(limits, q, v, x):
+    """Mark in x[SIDE] the joints resting on a stop (q at the limit, q̇ = 0); whether any is."""
+    any_ = False
+    for i in range(q.shape[0]):
+        x[SIDE, i] = 0.0
+        if v[i] == 0.0 and q[i] == limits[0, i]:
+            x[SIDE, i], any_ = 1.0, True
+        elif v[i] == 0.0 and q[i] == limits[1, i]:
+            x[SIDE, i], any_ = -1.0, True
+    return any_
+
+
+@exact
+def stop_reactions(W, x, A, rate):
+    """Add to ``rate`` (q̇ or q̈) M⁻¹ S μ, μ ≥ 0 on the joints x[SIDE] marks (module docstring).
+
+    ``W``: M(q), overwritten by M⁻¹. Afterwards no marked joint's rate points outwards, and
+    those the stops hold have rate exactly 0. False if M is not positive definite.
+    """
+    n = W.shape[0]
+    for i in range(n):
+        x[INWARD, i] = x[SIDE, i] * rate[i]
+        x[ACTIVE, i] = 1.0 if x[INWARD, i] < 0.0 else 0.0
+    if not cholesky(W):
+        return False
+    cholesky_inverse(W)
+    for _ in range(4 * n + 16):   # Murty's pivoting: finite for S W S positive definite
+        if not impact_impulses(W, x, A):
+            return False
+        flip = -1
+        for i in range(n):
+            if x[SIDE, i] == 0.0:
+                continue
+            if x[ACTIVE, i] == 1.0 and x[IMPULSE, i] < 0.0:
+                flip = i
+                break
+            if x[ACTIVE, i] == 0.0 and inward_after(W, x, i) < -1e-12 * (1.0 + abs(rate[i])):
+                flip = i
+                break
+        if flip < 0:
+            break
+        x[ACTIVE, flip] = 1.0 - x[ACTIVE, flip]
+    for i in range(n):
+        change = 0.0
+        for j in range(n):
+            change += W[i, j] * x[SIDE, j] * x[IMPULSE, j]
+        rate[i] = 0.0 if x[ACTIVE, i] == 1.0 else rate[i] + change
+    return True
+
+
+@exact
+def inelastic_stops(limits, q, v, W, scratch):
+    """Put the joints beyond a stop on it and take the inelastic impact (module docstring).
+
+    ``W``: M(q) at the stops (overwritten); ``q`` is clamped in place, ``v`` gets the impulses'
+    velocity change. Returns False (nothing changed but q) if M is not positive definite.
+    """
+    n = q.shape[0]
+    x = scratch[n:]
+    for i in range(n):
+        x[SIDE, i] = 0.0
+        if q[i] <= limits[0, i]:
+            q[i], x[SIDE, i] = limits[0, i], 1.0
+        elif q[i] >= limits[1, i]:
+            q[i], x[SIDE, i] = limits[1, i], -1.0
+    return stop_reactions(W, x, scratch[:n], v)
+
+
+@exact
+def inward_after(W, x, i):
+    """s_i (rate_i + (W S μ)_i) for joint i: its rate towards the inside after x[IMPULSE]."""
+    w = x[INWARD, i]
+    for j in range(W.shape[0]):
+        w += x[SIDE, i] * W[i, j] * x[SIDE, j] * x[IMPULSE, j]
+    return w
+
+
+@exact
+def impact_impulses(W, x, A):
+    """x[IMPULSE] solving (S W S)_AA μ_A = −x[INWARD]_A on the active set A, 0 elsewhere."""
+    n, m = W.shape[0], 0
+    for i in range(n):
+        x[IMPULSE, i] = 0.0
+        if x[ACTIVE, i] == 1.0:
+            x[RHS, m], c = -x[INWARD, i], 0
+            for j in range(n):
+                if x[ACTIVE, j] == 1.0:
+                    A[m, c] = x[SIDE, i] * W[i, j] * x[SIDE, j]
+                    c += 1
+            m += 1
+    if m == 0:
+        return True
+    if not cholesky(A[:m, :m]):
+        return False
+    cholesky_solve(A[:m, :m], x[RHS, :m])
+    m = 0
+    for i in range(n):
+        if x[ACTIVE, i] == 1.0:
+            x[IMPULSE, i] = x[RHS, m]
+            m += 1
+    return True
+
+
+@exact
+def rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a, limits, W,
+             scratch):
     """One RK4 step of q̈ = M⁻¹ (τ − D q̇ + Jᵀ F − C q̇ − g − τ_f) in place on (q, q̇).
 
-    The status: 0, or NOT_POSITIVE_DEFINITE with (q, q̇) unchanged.
+    End stops ``limits`` (lower, upper rows; ±inf: none), W and scratch their workspace: the
+    joints resting on a stop at the start are held by its reaction at every stage
+    (``stop_reactions`` on q̈), and those beyond one at the end take ``inelastic_stops``.
+    The status: 0, or NOT_POSITIVE_DEFINITE with (q, q̇) unchanged by a stage (or clamped, if
+    M(q) at a stop is not positive definite).
     """
+    n = q.shape[0]
+    resting = resting_on_stops(limits, q, v, scratch[n:])
     k[POINT_Q], k[POINT_V] = q, v
     for s in range(4):
         if wrench:
@@ -72,13 +210,23 @@ def rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a):
         if not forward_dynamics_state(table, k[POINT_Q], k[POINT_V], k[TORQUE], NO_WRENCHES,
                                       ws, a):
             return NOT_POSITIVE_DEFINITE
+        if resting:   # the stops' reaction at this stage
+            mass_matrix_state(table, k[POINT_Q], ws, W)
+            if not stop_reactions(W, scratch[n:], scratch[:n], a):
+                return NOT_POSITIVE_DEFINITE
         rk4_stage(s, h, q, v, a, k)
+    if beyond_stops(limits, q):
+        for i in range(q.shape[0]):   # M at the stops
+            k[POINT_Q, i] = min(max(q[i], limits[0, i]), limits[1, i])
+        mass_matrix_state(table, k[POINT_Q], ws, W)
+        if not inelastic_stops(limits, q, v, W, scratch):
+            return NOT_POSITIVE_DEFINITE
     return 0
 
 
 @exact
 def sensed_step(table, frames, tip, h, damping, command, friction, F, wrench, q, v, ws, J, k, a,
-                tau, effort):
+                tau, effort, limits, W, scratch):
     """``effort`` = command − D q̇ at the start, then ``rk4_step`` with τ = command − friction.
 
     The status: rk4_step's, or NOT_FINITE (nothing stepped) where τ is not finite.
@@ -88,7 +236,8 @@ def sensed_step(table, frames, tip, h, damping, command, friction, F, wrench, q,
         tau[i] = command[i] - friction[i]
         if not np.isfinite(tau[i]):
             return NOT_FINITE
-    return rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a)
+    return rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a, limits,
+                    W, scratch)
 
 
 class InternalEngine(Engine):
@@ -99,9 +248,14 @@ class InternalEngine(Engine):
     of ``model``. The state is kept in model order, updated in place.
     """
 
-    def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None):
-        super().__init__(model, joint_names, q0, dt, damping, urdf_xml, payload)
+    def __init__(self, model, joint_names, q0, dt, damping=None, urdf_xml=None, payload=None,
+                 end_stops=True):
+        super().__init__(model, joint_names, q0, dt, damping, urdf_xml, payload, end_stops)
         self.data = rd.Data(self.model)
+        nv = self.model.nv
+        #: the end stops in model order, rows lower and upper (±inf: none, or end stops off)
+        self._limits = np.array([self._to_model(self.lower), self._to_model(self.upper)])
+        self._W, self._impact = np.zeros((nv, nv)), np.zeros((nv + IMPACT_ROWS, nv))
         self._damping = self._to_model(self.damping)
         self._q, self._v = self._to_model(self.q0), np.zeros(self.model.nv)
         nv = self.model.nv
@@ -141,7 +295,7 @@ class InternalEngine(Engine):
         m = self.model
         status = rk4_step(m.table, m.frames, self._tip, self.dt, self._damping, self._tau,
                           self._F, wrench, self._q, self._v, self.data.ws, self._J, self._k,
-                          self._a)
+                          self._a, self._limits, self._W, self._impact)
         if status:
             raise argument_error(m, status)
 
@@ -161,7 +315,8 @@ class InternalEngine(Engine):
         m = self.model
         status = sensed_step(m.table, m.frames, self._tip, self.dt, self._damping, command,
                              friction, self._F, F is not None, self._q, self._v, self.data.ws,
-                             self._J, self._k, self._a, self._tau, effort)
+                             self._J, self._k, self._a, self._tau, effort, self._limits,
+                             self._W, self._impact)
         if status == NOT_FINITE:
             raise ValueError(f'tau must be {m.nv} finite numbers, got {self._tau.tolist()}')
         if status:
@@ -171,11 +326,21 @@ class InternalEngine(Engine):
 
     def _advance_mimic(self, wrench):
         """The same stages, each q̈ from the public functions (independent coordinates)."""
-        k, F = self._k, self._F if wrench else None
+        k, F, n = self._k, self._F if wrench else None, self.model.nv
+        resting = resting_on_stops(self._limits, self._q, self._v, self._impact[n:])
         k[POINT_Q], k[POINT_V] = self._q, self._v
         for s in range(4):
             a = self._qdd(k[POINT_Q], k[POINT_V], self._tau, F)
+            if resting:
+                self._W[:] = rd.mass_matrix(self.model, k[POINT_Q], data=self.data)
+                if not stop_reactions(self._W, self._impact[n:], self._impact[:n], a):
+                    raise argument_error(self.model, NOT_POSITIVE_DEFINITE)
             rk4_stage(s, self.dt, self._q, self._v, a, k)
+        if beyond_stops(self._limits, self._q):
+            at_stops = np.clip(self._q, *self._limits)
+            self._W[:] = rd.mass_matrix(self.model, at_stops, data=self.data)
+            if not inelastic_stops(self._limits, self._q, self._v, self._W, self._impact):
+                raise argument_error(self.model, NOT_POSITIVE_DEFINITE)
 
     def _acceleration(self, tau, F):
         return self._qdd(self._q, self._v, self._to_model(tau), F)[self.order]
