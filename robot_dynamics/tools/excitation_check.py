@@ -90,3 +90,14 @@ def compensation(model, samples, motions):
         x[~moved] = x[moved].max()
         terms[kind] = x
     return terms
+
+
+def refusal(motions):
+    """None when every joint moved enough for the fit, else the message naming the joints."""
+    behind = [m for m in motions if m.speed < MIN_SPEED]
+    if not behind:
+        return None
+    return (f'the fit would refuse this recording: {", ".join(m.name for m in behind)} moved '
+            f'too little (RMS velocity {", ".join(f"{m.speed:.3g}" for m in behind)} rad/s, '
+            f'at least {MIN_SPEED} needed) even with their friction and armature compensated: '
+            'raise the controller\'s kp and kd for them, or a larger --margin')

@@ -392,7 +392,7 @@ def link_changes(model, inertia):
             continue
         shift = np.linalg.norm(after[1:4] / after[0] - before[1:4] / before[0])
         I0, I1 = inertia_about_com(before), inertia_about_com(after)
+        change = np.linalg.norm(I1 - I0) / max(np.linalg.norm(I0), 1e-300)
         changes.append(LinkChange(link, float(before[0]), float(after[0]), float(shift),
-                                  float(np.linalg.norm(I1 - I0) / max(np.linalg.norm(I0),
-                                                                        1e-300))))
+                                  float(change)))
     return changes
