@@ -185,6 +185,28 @@ def true_terms(model, profile):
         ('coulomb', 'friction.coulomb'))})
 
 
+def excite(arm, nominal, profile, engine, excitation, seed=0):
+    """excite in process: track ``excitation``, and again compensated if a joint lagged.
+
+    As ``excite`` over ROS (tools.excitation_check): computed torque on ``nominal``; if a joint
+    lags, its second pass runs with the joint terms ``compensation`` fits from the first.
+    Returns (Recording, JointMotions of the recording kept, the compensation or None).
+    """
+    from robot_dynamics.tools import excitation_check, fitting
+    from robot_dynamics.tools.recording import Recording
+    controller_model, terms = nominal, None
+    for attempt in range(2):
+        t, q, v, effort, _ = track(arm, controller_model, profile, engine, {}, excitation, seed)
+        planned_q, planned_v, _ = excitation.sample_many(t)
+        motions = excitation_check.assess(nominal, planned_v, planned_q, v, q)
+        recording = Recording(t, q, v, effort, nominal.joint_names)
+        if attempt or not excitation_check.lagging(motions):
+            return recording, motions, terms
+        terms = excitation_check.compensation(
+            nominal, fitting.prepare(recording, nominal, cutoff=10.0), motions)
+        controller_model = nominal.replace(**terms)
+
+
 def fitted_model(arm, profile, engine, period=8.0, links=True, stiction=False):
     """The nominal model fitted from ``period`` s of excitation tracked by computed torque.
 

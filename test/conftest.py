@@ -15,6 +15,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         'markers', 'nojit: also run with NUMBA_DISABLE_JIT=1 (make test-nojit)')
     config.addinivalue_line('markers', 'linter: static checks of the sources')
+    config.addinivalue_line('markers', 'slow: a minute or more of closed loop (runs in the suite)')
     config.addinivalue_line('markers', 'flake8: flake8 compliance (ament_flake8)')
     config.addinivalue_line('markers', 'pep257: docstring style (ament_pep257)')
 

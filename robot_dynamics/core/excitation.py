@@ -9,8 +9,10 @@ Joint i follows L harmonics of the fundamental ω = 2π / period::
 It starts at q0 at rest: a_i1 = -Σ_{l>1} a_il and b_i1 = -Σ_{l>1} l b_il give q̇(0) = q̈(0) = 0,
 so it can be entered from standstill and repeated. Each joint's coefficients are then scaled by
 the largest factor that keeps it within its position, velocity and acceleration limits (times
-a margin, checked on a fine time grid): feasibility holds by construction and the optimiser
-only shapes the motion.
+a margin, checked on a fine time grid, less ALLOWANCE): feasibility holds by construction and
+the optimiser only shapes the motion. ALLOWANCE keeps the peaks between the grid's points, and
+the overshoot of a controller's interpolation between knots sampled from the series, inside the
+limits even at a margin of 1.
 ``excitation_trajectory`` minimises the condition number of the base regressor stacked along
 one period (scipy.optimize L-BFGS-B on log cond, finite-difference gradients, within a time
 budget).
@@ -20,6 +22,8 @@ import time
 import numpy as np
 
 from .regressor import base_parameters
+
+ALLOWANCE = 0.01   # fraction of each limit kept free below margin x limit (module docstring)
 
 
 class FourierTrajectory:
@@ -71,7 +75,7 @@ def fourier_trajectory(free, q0, period, lower, upper, velocity_limit, accelerat
     """The FourierTrajectory of free coefficients (nv, L - 1, 2), harmonics 2..L.
 
     Harmonic 1 is completed for a start at rest, and each joint scaled onto its tightest limit
-    times ``margin``.
+    times ``margin`` (1 - ALLOWANCE).
     """
     L = free.shape[1] + 1
     harmonic = np.arange(2, L + 1)
@@ -85,7 +89,7 @@ def fourier_trajectory(free, q0, period, lower, upper, velocity_limit, accelerat
             np.where(d > 0, (upper - q0) / d, np.where(d < 0, (lower - q0) / d, np.inf)).min(0),
             (velocity_limit / np.abs(v)).min(0),
             (acceleration_limit / np.abs(a)).min(0)])
-    scale = margin * np.nan_to_num(bounds.min(0), posinf=0.0)
+    scale = margin * (1.0 - ALLOWANCE) * np.nan_to_num(bounds.min(0), posinf=0.0)
     return FourierTrajectory(q0, unit.coefficients * scale[:, None, None], period, cycles)
 
 

@@ -322,7 +322,8 @@ class Identification:
 
 
 def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, stiction=False,
-             noise_std=None, base=None, Y=None, physical=True, prior_std=PRIOR_STD):
+             noise_std=None, base=None, Y=None, physical=True, prior_std=PRIOR_STD,
+             independent=1.0):
     """Least-squares θ_b from logged states q, q̇, q̈ and torques τ, all (N, nv); the full model.
 
     ``model`` is the prior: kinematics, inertias, and joint terms. Its joint terms that are not
@@ -336,7 +337,9 @@ def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, 
     columns: parallel filtering). ``physical``: the full θ from ``consistent_parameters`` (physical
     bodies, joint terms >= 0; the data weighted by the least-squares residual variance, the prior's
     standard deviation ``prior_std`` in ``parameter_scales``), else ``nearest_parameters``;
-    θ_b is the least-squares one either way. Memory grows as N nv r: decimate long logs after
+    θ_b is the least-squares one either way. ``independent``: the fraction of the samples
+    whose errors are independent (filtered data: 2 cutoff dt), which scales the data's weight
+    against the prior's (``information_factor``). Memory grows as N nv r: decimate long logs after
     filtering (10^4 states are plenty).
     """
     flags = dict(viscous=viscous, coulomb=coulomb, armature=armature, stiction=stiction)
@@ -351,7 +354,8 @@ def identify(model, q, v, a, tau, viscous=False, coulomb=False, armature=False, 
                                                                       base.count)
     prior = parameter_vector(model, **flags)
     if physical:
-        information = information_factor(Yb, tau_to_fit, sigma, theta_base)
+        information = information_factor(Yb, tau_to_fit, sigma, theta_base) * np.sqrt(
+            min(max(independent, 1e-6), 1.0))
         theta = consistent_parameters(model, base.P, information, theta_base, prior, prior_std)
     else:
         theta = nearest_parameters(model, base.P, theta_base, prior)

@@ -16,8 +16,12 @@
    ``computed_torque``; moves the arm from where it is to q0 at ``--approach-speed`` (a
    quintic at rest at both ends); sends the excitation to ``<controller>/joint_trajectory``,
    stamped on the joint states' clock; records ``joint_states`` over it with
-   record_joint_states' recorder (same checks, same file layout); prints the ``fit_dynamics``
-   command to run next, or runs it with ``--fit`` (its options after ``--fit-args``).
+   record_joint_states' recorder (same checks, same file layout); compares each joint's motion
+   with the plan (tools.excitation_check): if one lags, sets the friction and armature fitted
+   from this pass on the controller and runs the excitation again; prints what each joint
+   achieved, refuses a recording the fit would refuse for lack of motion, else prints the
+   ``fit_dynamics`` command to run next, or runs it with ``--fit`` (its options after
+   ``--fit-args``).
 
 q0: ``--q0``, else the robot config's ``initial_position`` (``--robot``), else mid-range; the
 dry run plots what the live run sends. Exit status 0, 1 (refused or failed, with the reason)

@@ -1,15 +1,20 @@
 """The live part of ``excite``: check the controller, approach, send, record, fit (ROS 2).
 
 The recording is record_joint_states' own recorder (``JointStateRecorder``) in this process,
-started just before the excitation with ``duration`` = LEAD + the excitation + SETTLE.
+started just before the excitation with ``duration`` = LEAD + the excitation + SETTLE. Each
+joint's recorded motion is compared with the plan (tools.excitation_check); if one lags, the
+joint terms ``excitation_check.compensation`` fits from this first pass are set on the
+controller (its ``armature``, ``friction.viscous`` and ``friction.coulomb``) and the excitation
+runs again, recorded anew; a joint that still moves too little for the fit is refused.
 """
 import time
 
 import numpy as np
 import rclpy
-from rcl_interfaces.srv import GetParameters
+from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
@@ -38,6 +43,7 @@ class Exciter(Node):
         self.publisher = self.create_publisher(JointTrajectory,
                                                f'/{controller}/joint_trajectory', 10)
         self.parameters = self.create_client(GetParameters, f'/{controller}/get_parameters')
+        self.setter = self.create_client(SetParameters, f'/{controller}/set_parameters')
 
     def on_state(self, msg):
         if set(self.joints) <= set(msg.name) and len(msg.position) == len(msg.name):
@@ -66,12 +72,50 @@ def spin_until(executor, condition, timeout, what):
 
 def controller_mode(node, executor, timeout):
     """The controller's ``mode`` parameter, through its get_parameters service."""
+    return controller_parameter(node, executor, timeout, 'mode').string_value
+
+
+def controller_parameter(node, executor, timeout, name):
+    """The ParameterValue of one of the controller's parameters."""
     what = (f'no controller answers at /{node.controller}/get_parameters within {timeout} s: '
             f'is {node.controller} running (and this terminal in its ROS_DOMAIN_ID)?')
     spin_until(executor, node.parameters.service_is_ready, timeout, what)
-    future = node.parameters.call_async(GetParameters.Request(names=['mode']))
+    future = node.parameters.call_async(GetParameters.Request(names=[name]))
     spin_until(executor, future.done, timeout, what)
-    return future.result().values[0].string_value
+    return future.result().values[0]
+
+
+def compensate(node, executor, model, terms, timeout):
+    """Set the joint terms {kind: (nv,) chain order} on the controller, in its joints' order."""
+    joints = list(controller_parameter(node, executor, timeout, 'joints').string_array_value)
+    index = [model.joint_names.index(j) for j in joints] if joints else range(model.nv)
+    names = dict(armature='armature', viscous='friction.viscous', coulomb='friction.coulomb')
+    values = {names[k]: [float(x[i]) for i in index] for k, x in terms.items()}
+    spin_until(executor, node.setter.service_is_ready, timeout,
+               f'/{node.controller}/set_parameters does not answer')
+    future = node.setter.call_async(SetParameters.Request(parameters=[
+        Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]))
+    spin_until(executor, future.done, timeout, f'/{node.controller}/set_parameters: no answer')
+    refused = [f'{k}: {r.reason}' for k, r in zip(values, future.result().results)
+               if not r.successful]
+    if refused:
+        raise Refused(f'{node.controller} refused the compensation: ' + '; '.join(refused))
+    print(f'{node.controller} now compensates (until you load the fit): ' + ', '.join(
+        f'{k} {np.round(v, 3).tolist()}' for k, v in values.items()), flush=True)
+
+
+def assess(path, model, trajectory, start):
+    """excitation_check.JointMotion per joint of the recording at ``path`` against the plan."""
+    from robot_dynamics.tools import excitation_check, recording
+    data = recording.load(path)
+    t = data.start_time + data.t - start
+    inside = (t >= 0.0) & (t <= trajectory.duration)
+    planned = [trajectory.sample(x) for x in t[inside]]
+    order = [list(data.joint_names).index(j) for j in model.joint_names]
+    q = data.q[inside][:, order]
+    v = (np.gradient(data.q, data.t, axis=0) if data.v is None else data.v)[inside][:, order]
+    return excitation_check.assess(model, [p[1] for p in planned], [p[0] for p in planned],
+                                   v, q)
 
 
 def wait_for_stamp(node, executor, t, timeout):
@@ -102,7 +146,7 @@ def move_to_start(node, executor, model, q0, args):
 
 
 def record(node, executor, trajectory, args):
-    """Send the excitation and record it; returns the recorder's exit status."""
+    """Send the excitation and record it; returns (the recorder's exit status, its start)."""
     from robot_dynamics.tools.record import JointStateRecorder
     node.destroy_subscription(node.subscription)   # one 1 kHz subscription in this process
     recorder = JointStateRecorder()
@@ -110,7 +154,8 @@ def record(node, executor, trajectory, args):
     try:
         spin_until(executor, lambda: len(recorder.stamps) > 0, args.timeout,
                    'the recorder receives no joint states')
-        node.send(trajectory, recorder.stamps[-1] * 1e-9 + LEAD)
+        start = recorder.stamps[-1] * 1e-9 + LEAD
+        node.send(trajectory, start)
         print(f'exciting for {trajectory.duration:.1f} s, recording to {args.output}',
               flush=True)
         while not recorder.done:   # a loaded simulator may run far slower than real time
@@ -119,7 +164,7 @@ def record(node, executor, trajectory, args):
                        args.timeout, f'the recording did not complete: no joint states for '
                        f'{args.timeout} s')
         recorder.drain(executor)
-        return recorder.write()
+        return recorder.write(), start
     finally:
         executor.remove_node(recorder)
         recorder.destroy_node()
@@ -146,15 +191,39 @@ def run(args, model, trajectory, fit_command):
         spin_until(executor, lambda: node.publisher.get_subscription_count() > 0 and
                    node.state is not None, args.timeout,
                    f'no joint states, or {node.controller} does not subscribe to its trajectory')
-        move_to_start(node, executor, model, trajectory.positions[0], args)
-        status = record(node, executor, trajectory, args)
+        motions = excite_checked(node, executor, model, trajectory, args)
     finally:
         executor.shutdown()
         node.destroy_node()
         rclpy.try_shutdown()
-    if status:
-        raise Refused(f'the recording failed (status {status})')
+    from robot_dynamics.tools import excitation_check
+    print(excitation_check.report(motions), flush=True)
+    refusal = excitation_check.refusal(motions)
+    if refusal:
+        raise Refused(refusal)
     return fit_or_print(args, fit_command)
+
+
+def excite_checked(node, executor, model, trajectory, args):
+    """Approach, excite and record; again compensated if a joint lags; the JointMotions."""
+    from robot_dynamics.tools import excitation_check, fitting, recording
+    for attempt in range(2):
+        move_to_start(node, executor, model, trajectory.positions[0], args)
+        status, start = record(node, executor, trajectory, args)
+        if status:
+            raise Refused(f'the recording failed (status {status})')
+        motions = assess(args.output, model, trajectory, start)
+        if attempt or not excitation_check.lagging(motions):
+            return motions
+        print(excitation_check.report(motions) + '\nsome joints lag: fitting their friction '
+              'and armature from this pass, then exciting again with them compensated',
+              flush=True)
+        try:
+            samples = fitting.prepare(recording.load(args.output), model, 10.0)
+            terms = excitation_check.compensation(model, samples, motions)
+        except (fitting.FitError, ValueError) as error:
+            raise Refused(f'cannot compensate the lagging joints: {error}') from None
+        compensate(node, executor, model, terms, args.timeout)
 
 
 def fit_or_print(args, fit_command):

@@ -97,6 +97,9 @@ def parse_arguments(argv):
     tune.add_argument('--prior-std', type=float, default=PRIOR_STD,
                       help='--links: the standard deviation of the URDF\'s parameters as a '
                       'prior, in units of each link\'s size (default %(default)g)')
+    tune.add_argument('--max-change', type=float, metavar='F',
+                      help='--links: refuse when a link\'s mass changes by more than a factor F '
+                      'from the URDF\'s (default: warn beyond 2)')
     tune.add_argument('--weighted', action='store_true',
                       help='weight joints by their residual RMS (two-step least squares)')
     bag = parser.add_argument_group('rosbag2 recordings')
@@ -123,6 +126,9 @@ def parse_arguments(argv):
                      f'{args.stribeck_velocity}')
     if args.no_payload_inertia and not args.payload:
         parser.error('--no-payload-inertia goes with --payload')
+    if args.max_change is not None and not (args.max_change > 1 and np.isfinite(
+            args.max_change)):
+        parser.error(f'--max-change must be a number > 1, got {args.max_change}')
     if not (args.prior_std > 0 and np.isfinite(args.prior_std)):
         parser.error(f'--prior-std must be a positive number, got {args.prior_std}')
     given = [f'--{k.replace("_", "-")}' for k in ('topic', 'stamps', 'torque_constants')
@@ -196,6 +202,12 @@ def run(args):
         fit = fitting.fit_residual(model, samples, payload=args.payload,
                                    payload_inertia=not args.no_payload_inertia, **options)
     print(report(args, data, model, samples, fit))
+    if fit.changes and args.max_change:
+        beyond = [c.line() for c in fit.changes if c.implausible(args.max_change)]
+        if beyond:
+            raise FitError(f'link masses changed by more than --max-change {args.max_change:g} '
+                           f'from the URDF ({"; ".join(beyond)}): the data do not support this '
+                           f'(check excite\'s motion report, the URDF, or raise --max-change)')
     if args.output:
         if fit.problems and not args.force:
             raise FitError(f'not physical, {args.output} not written (--force writes it; the '
@@ -234,10 +246,9 @@ def report(args, data, model, samples, fit):
         if p['inertia'] is not None:
             lines.append(f'  inertia about the com [ixx, ixy, ixz, iyy, iyz, izz] '
                          f'{np.round(inertia_to_urdf(p["inertia"]), 5).tolist()} kg m^2')
-    if fit.inertia is not None:
-        lines.append('link masses, URDF -> fitted (kg): ' + ', '.join(
-            f'{j} {m0:.3f} -> {m1:.3f}' for j, m0, m1 in
-            zip(model.joint_names, model.inertia[:, 0], fit.inertia[:, 0])))
+    if fit.changes:
+        lines.append('links, URDF -> fitted:')
+        lines += ['  ' + c.line() for c in fit.changes]
     lines += fit.notes
     lines.append('physically consistent' if not fit.problems else
                  'NOT PHYSICAL: ' + '; '.join(fit.problems))

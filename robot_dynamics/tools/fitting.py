@@ -55,6 +55,12 @@ class Samples:
     dt: float
     order: np.ndarray   # order[i]: model index of the recording's joint i
     gaps: list = dataclasses.field(default_factory=list)   # (t, length) s of each gap
+    cutoff: float = np.inf   # Hz of the low-pass: errors 1 / (2 cutoff) s apart are independent
+
+    @property
+    def independent(self):
+        """The fraction of the samples with independent errors, 2 cutoff dt (at most 1)."""
+        return min(1.0, 2.0 * self.cutoff * self.dt)
 
 
 def joint_order(model, joint_names):
@@ -110,7 +116,8 @@ def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=2
     x_model = [np.empty_like(np.concatenate(x)[::every]) for x in zip(*pieces)]
     for x, y in zip(x_model, zip(*pieces)):
         x[:, order] = np.concatenate(y)[::every]
-    return Samples(*x_model, dt * every, order, [(float(t[k]), float(step[k])) for k in gaps])
+    return Samples(*x_model, dt * every, order, [(float(t[k]), float(step[k])) for k in gaps],
+                   cutoff)
 
 
 def stretch(model, t, q, tau, dt, cutoff, drop):
@@ -158,6 +165,7 @@ class Fit:
     inertia: np.ndarray = None
     problems: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
+    changes: list = None   # fit_links: a LinkChange per link
 
 
 def rms(x):
@@ -173,15 +181,23 @@ def check_motion(model, s, what):
 
 
 def check_conditioning(Y, names, max_condition, sigma=None):
-    """The condition number of Y with unit-norm columns; FitError naming what is not excited."""
+    """The condition number of Y with unit-norm columns; FitError naming what is not excited.
+
+    For fits without a prior (``fit_residual``): nothing else can fix what the data do not.
+    """
     c = conditioning(Y, names, max_condition, sigma)
     if c.unexcited:
-        raise FitError(f'not excited at all: {", ".join(c.unexcited)}')
+        raise FitError(f'not excited at all: {", ".join(c.unexcited)}; {EXCITE_MORE}')
     if not c.well_conditioned:
         raise FitError(f'ill-conditioned fit (condition number {c.condition_number:.3g} > '
                        f'{max_condition:g}); the motion does not determine: '
-                       f'{", ".join(c.weak)}')
+                       f'{", ".join(c.weak)}; {EXCITE_MORE}, or fit with --links (its prior, '
+                       f'the URDF, splits what the data cannot)')
     return c.condition_number
+
+
+EXCITE_MORE = ('excite the joints of these parameters more (a larger excite --margin, more '
+               '--harmonics, another --seed)')
 
 
 def solve(Y, tau, names, max_condition, weighted=False):
@@ -301,10 +317,14 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     flags = dict(viscous=friction, coulomb=friction, armature=armature, stiction=stiction)
     model = without(model, flags)
     base, Y = rd.base_parameters(model, **flags), regressor(model, s, flags)
-    condition = check_conditioning(Y[..., base.independent], base.names, max_condition)
+    weak = conditioning(Y[..., base.independent], base.names, max_condition)
+    unexcited_terms = [n for n in weak.unexcited if n.split('.')[-1] in JOINT_TERMS]
+    if unexcited_terms:   # the prior knows no joint terms: 0 is no estimate
+        raise FitError(f'not excited at all: {", ".join(unexcited_terms)}; {EXCITE_MORE}')
     result = rd.identify(model, s.q, s.v, s.a, s.tau, **flags, base=base, Y=Y,
-                         noise_std='estimate' if weighted else None, prior_std=prior_std)
-    fit = Fit(base.names, result.theta_base, result.std_base, condition,
+                         noise_std='estimate' if weighted else None, prior_std=prior_std,
+                         independent=s.independent)
+    fit = Fit(base.names, result.theta_base, result.std_base, weak.condition_number,
               rms(s.tau - rd.rnea(model, s.q, s.v, s.a)), result.residual_rms,
               inertia=result.model.inertia.copy(),
               **{kind: getattr(result, kind) for kind, flag in flags.items() if flag})
@@ -319,8 +339,60 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     n = 10 * model.nb
     free = np.abs(np.diag(np.linalg.pinv(base.P) @ base.P)[n:] - 1.0) > 1e-8
     merged = [name for name, f in zip(parameter_names(model, **flags)[n:], free) if f]
-    if merged:
-        fit.notes.append(f'not separable from the links (the prior splits them): '
-                         f'{", ".join(merged)}')
+    undetermined = merged + [name for name in weak.unexcited + weak.weak
+                             if name not in merged]
+    if undetermined:   # one rule: what the data cannot separate, the prior splits
+        fit.notes.append(f'not determined by the data (condition number '
+                         f'{weak.condition_number:.3g}; limit {max_condition:g}): the prior, the '
+                         f'URDF, splits {", ".join(undetermined)}; to determine them, '
+                         f'{EXCITE_MORE}')
     settle_joint_terms(fit, model, s)
+    fit.changes = link_changes(model, fit.inertia)
+    implausible = [c.line() for c in fit.changes if c.implausible(MASS_FLAG)]
+    if implausible:
+        fit.notes.append(f'WARNING: link masses changed beyond a factor {MASS_FLAG:g} from the '
+                         f'URDF (more than the data usually support: check the excitation '
+                         f'report, or refuse with --max-change): {"; ".join(implausible)}')
     return fit
+
+
+MASS_FLAG = 2.0   # a link mass halved or doubled from the URDF's is flagged
+
+
+@dataclasses.dataclass
+class LinkChange:
+    """One link's fitted inertial parameters against the URDF's."""
+
+    link: str
+    mass: float
+    fitted_mass: float
+    com_shift: float      # m
+    inertia_change: float  # |ΔI_c| / |I_c| (Frobenius, about each centre of mass)
+
+    @property
+    def factor(self):
+        return self.fitted_mass / self.mass if self.mass > 0 else np.inf
+
+    def implausible(self, limit):
+        """Mass more than ``limit`` times, or less than 1 / ``limit`` of, the URDF's."""
+        return not 1.0 / limit <= self.factor <= limit
+
+    def line(self):
+        return (f'{self.link} mass {self.mass:.4g} -> {self.fitted_mass:.4g} kg (x'
+                f'{self.factor:.3g}), centre of mass moved {1e3 * self.com_shift:.3g} mm, '
+                f'inertia changed {100 * self.inertia_change:.3g} %')
+
+
+def link_changes(model, inertia):
+    """A LinkChange per moving body of ``model`` against fitted (nb, 10) ``inertia``."""
+    changes = []
+    for link, before, after in zip(model.body_names, model.inertia, inertia):
+        if not (before[0] > 0 and after[0] > 0):
+            changes.append(LinkChange(link, before[0], after[0], np.inf, np.inf))
+            continue
+        shift = np.linalg.norm(after[1:4] / after[0] - before[1:4] / before[0])
+        I0, I1 = inertia_about_com(before), inertia_about_com(after)
+        change = np.linalg.norm(I1 - I0) / max(np.linalg.norm(I0), 1e-300)
+        changes.append(LinkChange(link, float(before[0]), float(after[0]), float(shift),
+                                  float(change)))
+    return changes
