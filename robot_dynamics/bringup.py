@@ -24,7 +24,8 @@ EXECUTABLES = ('arm_simulator', 'dynamics_controller', 'wrench_estimator')  # ro
 MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'operational_space')
 
 # The simulator is the clock of a simulated arm: when its process is held up (a shared machine),
-# simulated time stops too, so the controller and estimator may wait longer for its states.
+# simulated time stops too, so the controller and estimator may wait longer for its states; and
+# its drive waits as long for a controller held up on the same machine before it stops the arm.
 SIMULATED_STATE_TIMEOUT = 0.5  # s
 
 # setup -> nodes (executable == node name) with their setup-specific parameters
@@ -32,7 +33,7 @@ SETUPS = {
     'gravity_compensation': {'dynamics_controller': {'mode': 'gravity_compensation'}},
     'computed_torque': {'dynamics_controller': {'mode': 'computed_torque'}},
     'wrench_estimation': {'wrench_estimator': {}},
-    'simulated_arm': {'arm_simulator': {},
+    'simulated_arm': {'arm_simulator': {'command_timeout': SIMULATED_STATE_TIMEOUT},
                       'dynamics_controller': {'state_timeout': SIMULATED_STATE_TIMEOUT},
                       'wrench_estimator': {'state_timeout': SIMULATED_STATE_TIMEOUT}},
 }
