@@ -22,7 +22,7 @@ from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.bringup import NodeSpec
 from robot_dynamics.nodes.node import FOREIGN_PERIOD
-from ros_harness import BEST_EFFORT, session, stamp_of, to_time
+from ros_harness import session, stamp_of, to_time
 
 URDF = next(f.locate() for f in importlib.metadata.distribution('example-robot-data').files
             if f.name == 'ur10_robot.urdf')

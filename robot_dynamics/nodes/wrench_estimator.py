@@ -295,7 +295,6 @@ class WrenchEstimator(ArmNode):
             self.diagnostics.count('near_singular')
             self.warn(f'near-singular pose (sigma_min/sigma_max of J = {self.conditioning:.2e}):'
                       ' wrench components along the singular directions are damped toward 0')
-        self.residual.update(v, effort, rd.gravity(m, q))
 
     def publish(self, sec, nanosec, tau_ext, wrench, serialized):
         """~/external_joint_torques and ~/wrench, stamped as the state: bytes or messages."""
