@@ -11,17 +11,22 @@ naming the joints expected and those that came.
 """
 import importlib.metadata
 import time
+from unittest import mock
 
 import numpy as np
 import pinocchio as pin
 import pytest
 import yaml
 from geometry_msgs.msg import WrenchStamped
+from rclpy.parameter import Parameter
+from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.bringup import NodeSpec
+from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.node import FOREIGN_PERIOD
+from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import session, stamp_of, to_time
 
 URDF = next(f.locate() for f in importlib.metadata.distribution('example-robot-data').files
@@ -236,3 +241,95 @@ def test_states_naming_none_of_the_joints_get_a_throttled_warning(nodes):
         assert nodes.launch.count(label, r'\[WARN\].*carry none of the joints') == 1, \
             nodes.launch.log(label)
     assert len(nodes.commands['gravity.dynamics_controller']) == commands
+
+
+# -- in process (no DDS): both reading paths, and what each feature asks for when on ----------
+
+def in_process(node_class, name, **values):
+    """A node on the UR10 with ``tip`` and ``base`` given empty, its clocks and logger faked."""
+    session()   # rclpy
+    values = {'robot_description': URDF.read_text(), 'base': '', 'tip': '', **values}
+    node = node_class(namespace=f'/minimal_{name}', parameter_overrides=[
+        Parameter(k, value=v) for k, v in values.items()])
+    node.clock, node.logger = 1000.0, mock.Mock()
+    node.monotonic = lambda: node.clock
+    node.get_logger = lambda: node.logger
+    return node
+
+
+def foreign_warnings(node):
+    return [c for c in node.logger.warning.call_args_list if 'carry none of' in c.args[0]]
+
+
+@pytest.mark.parametrize('node_class', [DynamicsController, WrenchEstimator])
+def test_states_naming_none_of_the_joints_warn_on_the_plain_and_the_compiled_reader(node_class):
+    """Each path warns, naming what it expected and what came, while its own joints stay away.
+
+    The second serialized state with the same names is read by the compiled reader (no plain
+    read): it warns too. After an own state, none until FOREIGN_PERIOD without them.
+    """
+    node = in_process(node_class, node_class.NAME, mode='gravity_compensation') \
+        if node_class is DynamicsController else in_process(node_class, node_class.NAME)
+    foreign = [f'left_{j}' for j in JOINTS]
+    expected = f"joint_states carry none of the joints {JOINTS}, got {foreign}"
+    stamp = time.time()
+
+    def feed(names, how):
+        node.clock += 0.01
+        msg = state(Q0, effort=np.zeros(6), names=names, stamp=stamp + node.clock - 1000.0)
+        with mock.patch('time.perf_counter', return_value=node.clock), \
+                mock.patch('time.monotonic', return_value=node.clock):
+            if how == 'plain':
+                node.on_joint_state(msg)
+            else:
+                node.on_serialized_joint_state(serialize_message(msg))
+
+    feed(foreign, 'plain')
+    feed(foreign, 'serialized')   # new names: mapped by the plain reader
+    plain_reads = node.reader.plain_reads
+    feed(foreign, 'serialized')   # the same names: the compiled reader
+    assert node.reader.plain_reads == plain_reads
+    warnings = foreign_warnings(node)
+    assert [c.args[0].startswith(expected) for c in warnings] == [True] * 3, warnings
+    assert {c.kwargs['throttle_duration_sec'] for c in warnings} == {FOREIGN_PERIOD}
+    feed(JOINTS, 'serialized')   # the arm's own states come: a foreign one is no news
+    feed(foreign, 'serialized')
+    assert len(foreign_warnings(node)) == 3
+    node.clock += FOREIGN_PERIOD
+    feed(foreign, 'serialized')
+    assert len(foreign_warnings(node)) == 4
+    node.destroy_node()
+
+
+def test_features_ask_for_the_tip_only_when_on():
+    """On the whole tree each feature that needs a frame says so when switched on, and why."""
+    node = in_process(DynamicsController, 'features', mode='gravity_compensation')
+    refused = {
+        'mode cartesian_impedance needs the tip parameter': {'mode': 'cartesian_impedance'},
+        'mode operational_space needs the tip parameter': {'mode': 'operational_space'},
+        'pfl.enable needs contact points: set pfl.frames, or the tip parameter':
+            {'pfl.enable': True},
+        'payload.*: the payload sits at the tip: it needs the tip parameter':
+            {'payload.mass': 1.0},
+        'collision.force_threshold > 0 needs the tip parameter':
+            {'collision.enable': True, 'collision.force_threshold': 50.0}}
+    for reason, values in refused.items():
+        result = node.set_parameters_atomically([Parameter(k, value=v)
+                                                 for k, v in values.items()])
+        assert not result.successful and reason in result.reason, (reason, result.reason)
+    for values in ({'mode': 'computed_torque'}, {'collision.enable': True},
+                   {'pfl.frames': ['tool0'], 'pfl.enable': True}):
+        result = node.set_parameters_atomically([Parameter(k, value=v)
+                                                 for k, v in values.items()])
+        assert result.successful, (values, result.reason)
+    node.destroy_node()
+    estimator = in_process(WrenchEstimator, 'frame', reference_frame='')
+    result = estimator.set_parameters([Parameter('reference_frame', value='world')])[0]
+    assert not result.successful
+    assert "reference_frame 'world': ~/wrench needs the tip parameter" in result.reason
+    estimator.destroy_node()
+    with_tip = in_process(WrenchEstimator, 'tip', tip='tool0')
+    result = with_tip.set_parameters([Parameter('reference_frame', value='ee_link')])[0]
+    assert result.reason == ("reference_frame must be the base link 'world' or the tip link "
+                             "'tool0' (empty: the base), got 'ee_link'")
+    with_tip.destroy_node()
