@@ -187,10 +187,16 @@ class SpeedLimiter:
         return self.config.scaling.s if self.clock is not None or self.task_scaled else 1.0
 
     def apply(self, config):
-        """Take a new configuration; s carries over (no jump while a trajectory runs)."""
-        if config.scaling is not None and self.config is not None \
-                and self.config.scaling is not None:
-            config.scaling.s = self.config.scaling.s
+        """Take a new configuration; s carries over (no jump while a trajectory runs).
+
+        Without contact points now (pfl.frames emptied on a whole tree) the previous scaling
+        stays, disabled: a trajectory on the scaled clock returns to s = 1 at rise_rate.
+        """
+        previous = self.config and self.config.scaling
+        if config.scaling is None and previous is not None:
+            config = dataclasses.replace(config, scaling=previous)
+        elif config.scaling is not None and previous is not None:
+            config.scaling.s = previous.s
         self.config = config
         if config.monitor is not None:   # compile (or load) the kernels before the first state
             model = config.monitor.model
