@@ -66,6 +66,10 @@ class ArmBuilder:
         arm = Arm(model, *joint_order(model, values['joints']))
         model = with_joint_terms(with_inertial_parameters(model, values), values, arm)
         load = payload(values)
+        if load and model.tip is None:
+            raise ConfigError(f"payload.*: the payload sits at the tip: it needs the tip parameter "
+                              f"(read-only: set it at start); the model is the whole tree below "
+                              f"'{model.base}'")
         try:
             loaded = rd.with_payload(model, **load) if load else model
         except ValueError as error:

@@ -134,11 +134,12 @@ def warm_up(model, joint_names, effort_limits, order):
     reader = CdrJointStateReader(joint_names)
     reader.read_cdr(data)   # maps the names (plain read)
     zero, six = np.zeros(n), np.zeros(6)
-    task = CartesianImpedance(model, np.ones(6), posture=zero)
-    for law, control, reference in ((GRAVITY, GravityCompensation(model), None),
-                                    (COMPUTED_TORQUE, ComputedTorque(model, 1.0, 1.0),
-                                     (zero, zero, zero)),
-                                    (TASK, task, (np.eye(4), six, six, six))):
+    laws = [(GRAVITY, GravityCompensation(model), None),
+            (COMPUTED_TORQUE, ComputedTorque(model, 1.0, 1.0), (zero, zero, zero))]
+    if model.tip is not None:   # no tip: no task frame, no task-space mode
+        laws.append((TASK, CartesianImpedance(model, np.ones(6), posture=zero),
+                     (np.eye(4), six, six, six)))
+    for law, control, reference in laws:
         cycle = CommandCycle(law, control, reader, effort_limits, order, zero.copy(),
                              Float64MultiArrayWriter(n).data, np.zeros(n, bool))
         cycle.run(data, reference, np.inf)

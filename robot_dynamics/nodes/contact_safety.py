@@ -142,7 +142,9 @@ def detection(values, arm):
             raise ConfigError(f'collision.thresholds: {error}') from None
     force = float(values['collision.force_threshold'])
     if force > 0 and model.tip is None:
-        raise ConfigError('collision.force_threshold needs a tip (the chain has none)')
+        raise ConfigError(f"collision.force_threshold > 0 needs the tip parameter (the frame whose "
+                          f"force it bounds; read-only: set it at start): the model is the whole "
+                          f"tree below '{model.base}'")
     return Detection(thresholds, int(values['collision.samples']), force if force > 0 else None)
 
 
@@ -171,14 +173,11 @@ def reference_limiter(model, acceleration_limit):
     return lambda: SetpointLimiter(model, acc)
 
 
-def configure(values, arm, effort_limits, computed_torque):
+def configure(values, arm, effort_limits):
     """Safety from the parameter values; ConfigError with the reason for a bad set."""
     acc = acceleration_limits(values, arm)
     reaction = Reaction(values['collision.reaction'])
     found = detection(values, arm)
-    if found and reaction is Reaction.STOP and computed_torque is None:
-        raise ConfigError('collision.reaction stop holds the position with computed torque: '
-                          'it needs kp and kd')
     gain = (arm.per_joint(values, 'collision.observer_gain')
             if len(values['collision.observer_gain']) else
             np.full(arm.model.nv, DEFAULT_OBSERVER_GAIN))

@@ -124,6 +124,7 @@ STALE_TICK = 0.02        # s: the stale check's period once states are overdue (
 LATE = 0.08              # s: a stale check this late: this process itself did not run
 STOP_RAMP = 1.0          # s: longest ramp to the final command on a graceful stop
 ACK_WAIT = 1.0           # s: longest wait for the final command's acknowledgements
+BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
             'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
 
@@ -132,7 +133,7 @@ COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_comma
 class Config:
     mode: str
     gravity_compensation: GravityCompensation
-    computed_torque: ComputedTorque   # None without gains
+    computed_torque: ComputedTorque
     effort_limits: np.ndarray         # model order, inf where unlimited
     max_effort_rate: float            # N m/s
     profile: profiles.Profile         # what the command and the efforts mean on this arm
@@ -140,6 +141,22 @@ class Config:
     task: object = None               # the task-space law of a task-space mode (task_space)
     pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
     velocity_filter_cutoff: float = 0.0       # Hz, 0: the control laws get the measured q̇
+
+
+def joint_gains(values, arm):
+    """Computed torque's (kp, kd) in model order; ConfigError for negative ones.
+
+    They are accelerations per error (1/s², 1/s), so one default fits every arm: empty kp is
+    BANDWIDTH² (400) for every joint, empty kd 2 √kp (critically damped: 40 by default).
+    """
+    kp = (arm.per_joint(values, 'kp') if len(values['kp'])
+          else np.full(arm.model.nv, BANDWIDTH ** 2))
+    if (kp < 0).any():
+        raise ConfigError(f"kp must be >= 0, got {values['kp']}")
+    kd = arm.per_joint(values, 'kd') if len(values['kd']) else 2.0 * np.sqrt(kp)
+    if (kd < 0).any():
+        raise ConfigError(f"kd must be >= 0, got {values['kd']}")
+    return kp, kd
 
 
 def integral_gains(values, arm, limits):
@@ -242,9 +259,10 @@ class DynamicsController(ArmNode):
         Param('mode', GRAVITY_COMPENSATION, 'string', 'control law; switching to computed_torque '
               'holds the current position until a trajectory or reference arrives',
               choices=(GRAVITY_COMPENSATION, COMPUTED_TORQUE) + task_space.MODES),
-        Param('kp', [], 'double[]', 'computed torque position gains, 1/s^2 (critically damped '
-              'with kd = 2 sqrt(kp)); needed for computed_torque', per_joint=True),
-        Param('kd', [], 'double[]', 'computed torque velocity gains, 1/s', per_joint=True),
+        Param('kp', [], 'double[]', 'computed torque position gains, 1/s^2 (empty: 400 for '
+              'every joint, a bandwidth of 20 rad/s)', per_joint=True),
+        Param('kd', [], 'double[]', 'computed torque velocity gains, 1/s (empty: 2 sqrt(kp), '
+              'critically damped: 40 with the default kp)', per_joint=True),
         Param('effort_limits', [], 'double[]', 'commands are clamped to +-limit, N m (N); '
               'empty: the URDF effort limits', per_joint=True),
         Param('max_effort_rate', MAX_EFFORT_RATE, 'double', 'largest rate of change of each '
@@ -313,18 +331,11 @@ class DynamicsController(ArmNode):
             limits = arm.per_joint(values, 'effort_limits')
             if (limits <= 0).any():
                 raise ConfigError(f"effort_limits must be > 0, got {values['effort_limits']}")
-        ct = None
-        if len(values['kp']) or len(values['kd']):
-            kp, kd = arm.per_joint(values, 'kp'), arm.per_joint(values, 'kd')
-            for name, gain in (('kp', kp), ('kd', kd)):
-                if (gain < 0).any():
-                    raise ConfigError(f'{name} must be >= 0, got {values[name]}')
-            ct = ComputedTorque(arm.model, kp, kd, *integral_gains(values, arm, limits))
-        if values['mode'] == COMPUTED_TORQUE and ct is None:
-            raise ConfigError('computed_torque needs kp and kd, one value per joint')
+        ct = ComputedTorque(arm.model, *joint_gains(values, arm),
+                            *integral_gains(values, arm, limits))
         gravity = GravityCompensation(arm.model, values['friction_compensation'],
                                       values['friction_deadband'])
-        safety = contact_safety.configure(values, arm, limits, ct)
+        safety = contact_safety.configure(values, arm, limits)
         return Config(values['mode'], gravity, ct, np.array(limits),
                       float(values['max_effort_rate']), profiles.profile(values, arm),
                       safety, task_space.configure(values, arm),
@@ -390,8 +401,7 @@ class DynamicsController(ArmNode):
         q = self.arm.model.neutral_position
         zero = np.zeros_like(q)
         self.config.gravity_compensation(q, zero)
-        if self.config.computed_torque is not None:
-            self.config.computed_torque(q, zero, q, zero, zero)
+        self.config.computed_torque(q, zero, q, zero, zero)
         self.config.profile.command(q, zero)
         task_space.warm_up(self.arm.model)
         contact_safety.warm_up(self.config.safety)
@@ -422,7 +432,7 @@ class DynamicsController(ArmNode):
 
     def reset_integral(self):
         """Computed torque's integral term starts again from 0 (a new hold, a lost state)."""
-        if self.config is not None and self.config.computed_torque is not None:
+        if self.config is not None:
             self.config.computed_torque.reset()
 
     # -- inputs --------------------------------------------------------------------------------
@@ -486,6 +496,7 @@ class DynamicsController(ArmNode):
         try:
             state = read(msg)
             if state is None:
+                self.foreign_state(self.reader.message_names, self.last_state, self.monotonic())
                 return
             q, v, effort, (sec, nanosec) = state
             t = (sec + 1e-9 * nanosec) or time.time()

@@ -11,6 +11,7 @@ velocities or efforts, a step that overflows), it leaves to the plain path: see
 """
 import numpy as np
 
+import robot_dynamics as rd
 from robot_dynamics.core._jit import jit
 from robot_dynamics.core.algorithms.jacobians import frame_jacobian_state, reference_code
 from robot_dynamics.core.algorithms.momentum import (advance_residual, damped_wrench,
@@ -29,7 +30,7 @@ def estimator_cycle(buf, ref, cfg, state, info, table, frames, tip, reference, w
 
     p0, beta0, r0: p, β and r at the previous state; step: p, β, r and τ_ext = r − bias of this
     one (written); M, C, J: scratch. torques (joints order) and wrench (force, torque) are the
-    serialized messages' values.
+    serialized messages' values; tip < 0: no wrench (a model without a tip).
     """
     if read_state(buf, ref, cfg, state, info) != OK:
         return PLAIN
@@ -41,14 +42,17 @@ def estimator_cycle(buf, ref, cfg, state, info, table, frames, tip, reference, w
     advance_residual(p, beta, p0, beta0, dt, gain, r0, r)
     for i in range(nv):
         tau_ext[i] = r[i] - bias[i]
-    frame_jacobian_state(table, frames, tip, reference, q, ws, J)
-    F = damped_wrench(J, tau_ext, damping)
-    if not (all_finite(tau_ext) and all_finite(F)):
+    if not all_finite(tau_ext):
         return NON_FINITE
+    if tip >= 0:
+        frame_jacobian_state(table, frames, tip, reference, q, ws, J)
+        F = damped_wrench(J, tau_ext, damping)
+        if not all_finite(F):
+            return NON_FINITE
+        for k in range(3):
+            wrench[k], wrench[3 + k] = F[3 + k], F[k]
     for k in range(nv):
         torques[k] = tau_ext[order[k]]
-    for k in range(3):
-        wrench[k], wrench[3 + k] = F[3 + k], F[k]
     return OK
 
 
@@ -56,7 +60,8 @@ class EstimatorCycle:
     """The compiled cycle's arrays for one configuration of the estimator.
 
     ``observer`` a MomentumObserver (of a model without mimic joints), ``reader`` the estimator's
-    CdrJointStateReader, ``writers`` its (JointStateWriter of efforts, WrenchStampedWriter).
+    CdrJointStateReader, ``writers`` its (JointStateWriter of efforts, WrenchStampedWriter);
+    ``frame`` None (and ``reference`` then ignored): no wrench.
     """
 
     def __init__(self, observer, reader, writers, frame, reference, damping, order):
@@ -65,7 +70,8 @@ class EstimatorCycle:
         self.observer, self.reader, self.order = observer, reader, order
         self.torques, self.wrench = writers[0].fields[0], writers[1].values
         self.table, self.frames = model.table, model.frames
-        self.tip, self.reference = model.frame_index(frame), reference_code(reference)
+        self.tip = -1 if frame is None else model.frame_index(frame)
+        self.reference = reference_code(rd.LOCAL if reference is None else reference)
         self.ws, self.damping = observer.data.ws, float(damping)
         self.M, self.C, self.J = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((6, nv))
 

@@ -64,6 +64,11 @@ class JointStateReader:
             raise BadInput('no positions')
         return tuple(self._field(msg, f) if f in self.fields else None for f in self.FIELDS)
 
+    @property
+    def message_names(self):
+        """The joint names of the last message read (those that named none of ours, after None)."""
+        return self._names or []
+
     def read_stamped(self, msg):
         """``read(msg)`` and the stamp (sec, nanosec), as ``read_cdr`` gives them (cdr.py)."""
         state = self.read(msg)

@@ -25,6 +25,9 @@ from .parameters import MODEL_PARAMS, ConfigError, check_choices, declare_parame
     parameter_value
 
 
+FOREIGN_PERIOD = 5.0   # s: joint states without our joints for this long are worth a warning
+
+
 class Throttled:
     """log(text) at most once per ``period`` seconds for each distinct text."""
 
@@ -81,9 +84,27 @@ class ArmNode(Node):
         self.arm, config = self._build(self.values, urdf)
         self.urdf = urdf
         self.apply(config)
+        self.get_logger().info('warming up: numba compiles the kernels (the first start after an '
+                               'install takes up to about a minute) or loads them from its cache '
+                               '(later starts)')
         self.warm_up()
         self.get_logger().info(f'ready: {self.arm.model.nv} joints {list(self.arm.joints)}, '
-                               f'{self.arm.model.base} -> {self.arm.model.tip}')
+                               f"{self.arm.model.base} -> {self.arm.model.tip or '(whole tree)'}")
+
+    def foreign_state(self, names, ours_at, now):
+        """A joint state naming none of our joints (``names``): warn if ours are not coming.
+
+        ``ours_at``: when the last state naming ours was accepted (None: never), on the clock
+        of ``now``. A WARN at most every FOREIGN_PERIOD while none came for that long: a name
+        mismatch (a prefix?) would otherwise leave the node silent for good; another
+        publisher's states (a gripper's) beside the arm's are no news.
+        """
+        if ours_at is not None and now - ours_at < FOREIGN_PERIOD:
+            return
+        self.get_logger().warning(
+            f'joint_states carry none of the joints {list(self.arm.joints)}, got '
+            f'{list(names)}: nothing to do until they do (check the joint names, e.g. a prefix)',
+            throttle_duration_sec=FOREIGN_PERIOD)
 
     def _on_description(self, msg):
         if self.urdf is not None:

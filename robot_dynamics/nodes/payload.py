@@ -66,6 +66,8 @@ def tip_placement(model, frame):
 
 def payload_parameters(model, msg):
     """InertiaStamped -> {payload.*: value} in the tip frame (BadInput for another frame)."""
+    if model.tip is None:
+        raise BadInput('a payload sits at the tip: the model has no tip (set the tip parameter)')
     i = msg.inertia
     com = np.array([i.com.x, i.com.y, i.com.z])
     inertia = inertia_from_urdf((i.ixx, i.ixy, i.ixz, i.iyy, i.iyz, i.izz))

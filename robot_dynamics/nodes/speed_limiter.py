@@ -51,6 +51,7 @@ IDLE_PERIOD = 1.0       # s: and at 1 Hz while nothing is on the scaled clock
 DIAGNOSTICS_PERIOD = 1.0
 MAX_AXIS = 1.0          # m: longest drawn ellipsoid semi-axis (m_R -> inf where J_v loses rank)
 WARN_RATIO = 0.8        # arrow colour: green below 0.8 v_max, orange up to v_max, red above
+NO_POINTS = 'off: no contact points (no tip and no pfl.frames)'
 GREEN, ORANGE, RED = (0.1, 0.8, 0.1), (1.0, 0.6, 0.0), (0.9, 0.1, 0.1)
 
 PARAMS = (
@@ -80,14 +81,16 @@ PARAMS = (
 @dataclasses.dataclass(frozen=True)
 class LimiterConfig:
     enabled: bool
-    scaling: pfl.SpeedScaling    # on the nominal velocity (holds s)
+    scaling: pfl.SpeedScaling    # on the nominal velocity (holds s); None: no contact points
     monitor: pfl.SpeedScaling    # the same points and regions, on the measured velocity
     marker_rate: float
     marker_scale: float
 
 
 def contact_points(values, model):
-    """pfl.frames and pfl.offsets -> ContactPoints (default: the tip's origin)."""
+    """pfl.frames and pfl.offsets -> ContactPoints (default: the tip's origin; None: no tip)."""
+    if not len(values['pfl.frames']) and model.tip is None:
+        return None
     frames = list(values['pfl.frames']) or [model.tip]
     offsets = np.asarray(values['pfl.offsets'] or [0.0] * 3 * len(frames), dtype=float)
     if offsets.shape != (3 * len(frames),) or not np.isfinite(offsets).all():
@@ -123,6 +126,13 @@ def body_regions(values):
 def configure(values, model):
     """Parameter values -> LimiterConfig, or ConfigError with the reason."""
     points, regions = contact_points(values, model), body_regions(values)
+    if points is None:   # a whole tree and no pfl.frames: nothing to limit nor monitor
+        if values['pfl.enable']:
+            raise ConfigError(f"pfl.enable needs contact points: set pfl.frames, or the tip "
+                              f"parameter (read-only: at start), whose origin is the default "
+                              f"point; the model is the whole tree below '{model.base}'")
+        return LimiterConfig(False, None, None, values['pfl.marker_rate'],
+                             values['pfl.marker_scale'])
     rates = {k: values[f'pfl.{k}'] for k in ('rise_rate', 'fall_rate', 'hysteresis')}
     try:
         scaling = pfl.SpeedScaling(model, points, regions, **rates)
@@ -138,7 +148,10 @@ def warm_up(config, model):
 
     numba compiles or loads their kernels here, before 'ready': compiled at the first scaled
     state instead, mid-motion on a cold cache, they stalled the controller for seconds.
+    Without contact points (a whole tree, no pfl.frames) there is nothing to run.
     """
+    if config.scaling is None:
+        return
     q, v = model.neutral_position, np.full(model.nv, 0.1)
     scaling = copy.deepcopy(config.scaling)   # the configured one keeps its state
     scaling.update(q, v, 1e-3)
@@ -174,12 +187,20 @@ class SpeedLimiter:
         return self.config.scaling.s if self.clock is not None or self.task_scaled else 1.0
 
     def apply(self, config):
-        """Take a new configuration; s carries over (no jump while a trajectory runs)."""
-        if self.config is not None:
-            config.scaling.s = self.config.scaling.s
+        """Take a new configuration; s carries over (no jump while a trajectory runs).
+
+        Without contact points now (pfl.frames emptied on a whole tree) the previous scaling
+        stays, disabled: a trajectory on the scaled clock returns to s = 1 at rise_rate.
+        """
+        previous = self.config and self.config.scaling
+        if config.scaling is None and previous is not None:
+            config = dataclasses.replace(config, scaling=previous)
+        elif config.scaling is not None and previous is not None:
+            config.scaling.s = previous.s
         self.config = config
-        model = config.monitor.model   # compile (or load) the kernels before the first state
-        config.monitor.target(model.neutral_position, np.full(model.nv, 0.1))
+        if config.monitor is not None:   # compile (or load) the kernels before the first state
+            model = config.monitor.model
+            config.monitor.target(model.neutral_position, np.full(model.nv, 0.1))
         self.pace_markers()
 
     def on_markers_matched(self, info):
@@ -287,7 +308,8 @@ class SpeedLimiter:
 
     def measured(self):
         """PointStatus per contact point at the last measured state; None before a state."""
-        if self.config is None or self.state is None or self.state[1] is None:
+        if self.config is None or self.config.monitor is None or self.state is None \
+                or self.state[1] is None:
             return None
         self.config.monitor.target(*self.state)
         return self.config.monitor.points
@@ -307,7 +329,8 @@ class SpeedLimiter:
                 level, message = DiagnosticStatus.WARN, f'point {i} ({p.point.frame}) above v_max'
         status = DiagnosticStatus(
             level=level, name=f'power and force limiting: {self.node.get_name()}',
-            message=message if points is not None else 'no joint states in computed_torque yet',
+            message=message if points is not None else NO_POINTS if self.config.monitor is None
+            else 'no joint states in computed_torque yet',
             hardware_id=self.node.values['tip'],
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         array = DiagnosticArray(status=[status])

@@ -105,6 +105,7 @@ def configure(values, arm):
     """The law of ``mode`` on the arm's model (None for a joint mode); ConfigError with a reason.
 
     The Cartesian parameters are checked in every mode: a bad value is rejected when it is set.
+    Only a task-space mode needs the ``tip`` (the task frame): a whole tree serves the others.
     """
     kwargs = dict(damping_ratio=values['cartesian.damping_ratio'],
                   nullspace_stiffness=values['nullspace.stiffness'],
@@ -116,6 +117,12 @@ def configure(values, arm):
     shaping = values['operational_space.inertia_shaping']
     K = stiffness(values, 'cartesian.stiffness')
     K_shaped = stiffness(values, 'operational_space.stiffness')
+    if arm.model.tip is None:
+        if values['mode'] in MODES:
+            raise ConfigError(f"mode {values['mode']} needs the tip parameter (the task frame; "
+                              f"read-only: set it at start): the model is the whole tree below "
+                              f"'{arm.model.base}'")
+        return None
     try:
         laws = {CARTESIAN_IMPEDANCE: CartesianImpedance(
                     arm.model, K, coriolis_compensation=values[
@@ -130,8 +137,11 @@ def configure(values, arm):
 def warm_up(model):
     """Run both laws once at the neutral pose, and the pose error of streams and /diagnostics.
 
-    numba compiles or loads their kernels now.
+    numba compiles or loads their kernels now; not for a model without a tip (no task frame,
+    no task-space mode).
     """
+    if model.tip is None:
+        return
     q, zero = model.neutral_position, np.zeros(model.nv)
     for law in (CartesianImpedance(model, np.ones(6), max_velocity=(1.0, 1.0)),
                 OperationalSpace(model, np.ones(6))):

@@ -9,6 +9,8 @@ singularities, bounded near them).
 
 ``reference_frame`` = the base link: moment about the tip origin and force, both in base axes
 (Franka's O_F_ext_hat_K convention); = the tip link: both in tip axes. ``frame_id`` names it.
+The wrench needs a ``tip``; on a whole tree (``tip`` empty) only ~/external_joint_torques is
+published.
 Changing the payload (``payload.*`` or ``~/payload``, robot_dynamics.nodes.payload), the joint
 terms (``armature``, ``friction.*``) or the gains re-anchors the observer; the tare bias is kept.
 The observer subtracts the model's joint friction τ_f(q̇) from the measured efforts: without the
@@ -57,11 +59,30 @@ COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular'
 @dataclasses.dataclass(frozen=True)
 class Config:
     gain: np.ndarray       # model order, 1/s
-    frame: str             # frame_id of ~/wrench
+    frame: str             # frame_id of ~/wrench; None: no wrench (the model has no tip)
     reference: object      # rd.LOCAL_WORLD_ALIGNED or rd.LOCAL
     damping: float
     profile: profiles.Profile   # measured efforts -> joint torques
     detection: contact_safety.Detection   # None: collision detection off
+
+
+def wrench_frame(reference_frame, model):
+    """(frame_id, Jacobian reference) of ~/wrench for ``reference_frame``; (None, None): no tip.
+
+    ConfigError naming what to set for a frame that is neither the base nor the tip.
+    """
+    if model.tip is None:
+        if reference_frame:
+            raise ConfigError(f"reference_frame '{reference_frame}': ~/wrench needs the tip "
+                              f"parameter (read-only: set it at start): the model is the whole "
+                              f"tree below '{model.base}'; empty: joint torques only")
+        return None, None
+    frames = {model.base: rd.LOCAL_WORLD_ALIGNED, model.tip: rd.LOCAL}
+    frame = reference_frame or model.base
+    if frame not in frames:
+        raise ConfigError(f"reference_frame must be the base link '{model.base}' or the tip "
+                          f"link '{model.tip}' (empty: the base), got '{frame}'")
+    return frame, frames[frame]
 
 
 class WrenchEstimator(ArmNode):
@@ -74,7 +95,8 @@ class WrenchEstimator(ArmNode):
         Param('damping', 1e-3, 'double', 'damping of the pseudo-inverse of J^T, relative to the '
               'largest singular value of J', range=(0.0, 1.0)),
         Param('reference_frame', '', 'string', 'frame of ~/wrench: the base link (moment about '
-              'the tip, base axes) or the tip link (tip axes); empty: the base link'),
+              'the tip, base axes) or the tip link (tip axes); empty: the base link (no tip: no '
+              '~/wrench, only ~/external_joint_torques)'),
         Param('fast_path', True, 'bool', 'joint_states read from their serialized bytes by a '
               'compiled reader; false: rclpy deserializes them (the same estimates)',
               read_only=True),
@@ -83,6 +105,7 @@ class WrenchEstimator(ArmNode):
     def __init__(self, **options):
         self.config = self.observer = self.reader = self.cycle = None
         self.last_stamp = self.q_last = None
+        self.last_state = None   # time.perf_counter() of the last accepted state
         self.conditioning, self.checked_at = None, -np.inf
         self.residual = StaticResidual()
         super().__init__(self.NAME, **options)
@@ -107,12 +130,8 @@ class WrenchEstimator(ArmNode):
                 else np.full(n, DEFAULT_GAIN))
         if not (gain > 0).all():
             raise ConfigError(f"observer_gain must be > 0, got {values['observer_gain']}")
-        frame = values['reference_frame'] or arm.model.base
-        frames = {arm.model.base: rd.LOCAL_WORLD_ALIGNED, arm.model.tip: rd.LOCAL}
-        if frame not in frames or arm.model.tip is None:
-            raise ConfigError(f"reference_frame must be the base '{arm.model.base}' or the tip "
-                              f"'{arm.model.tip}' link, got '{frame}'")
-        return Config(gain, frame, frames[frame], values['damping'],
+        frame, reference = wrench_frame(values['reference_frame'], arm.model)
+        return Config(gain, frame, reference, values['damping'],
                       profiles.profile(values, arm), contact_safety.detection(values, arm))
 
     def apply(self, config):
@@ -122,14 +141,17 @@ class WrenchEstimator(ArmNode):
         else:  # a new model or gain: re-anchored at the next state, tare bias kept
             self.observer.model, self.observer.gain = self.arm.model, config.gain
             self.observer.max_dt = self.max_gap(config)
+        if config.frame is None and self.config is None:
+            self.get_logger().info('no tip (the whole tree): publishing ~/external_joint_torques '
+                                   'only; ~/wrench needs the tip parameter')
         self.config = config
         self.collision.configure(config.detection, self.arm.model)
         self.reader = cdr.CdrJointStateReader(self.arm.model.joint_names)
         self.torques = JointState(name=list(self.arm.joints))
         self.wrench = WrenchStamped()
-        self.wrench.header.frame_id = config.frame
+        self.wrench.header.frame_id = config.frame or ''
         self.writers = (cdr.JointStateWriter(self.arm.joints, ('effort',)),
-                        cdr.WrenchStampedWriter(config.frame))
+                        cdr.WrenchStampedWriter(config.frame or ''))
         self.cycle = None
         if self.values['fast_path'] and not self.arm.model.mimic and \
                 config.profile.measured_effort == profiles.TORQUE:
@@ -148,15 +170,16 @@ class WrenchEstimator(ArmNode):
         q, zero = m.neutral_position, np.zeros(m.nv)
         observer = MomentumObserver(m, self.config.gain)
         observer.update(q, zero, zero, 0.0)
-        observer.wrench(q, observer.update(q, zero, zero, 1e-3), m.tip, self.config.reference,
-                        self.config.damping)
+        tau_ext = observer.update(q, zero, zero, 1e-3)
         state = q.copy()   # what check_singularity and health call, on a state's writable q
         rd.gravity(m, state)
         rd.mass_matrix(m, state)
-        rd.frame_jacobian(m, state, m.tip, self.config.reference)
+        if self.config.frame is not None:
+            observer.wrench(q, tau_ext, m.tip, self.config.reference, self.config.damping)
+            rd.frame_jacobian(m, state, m.tip, self.config.reference)
         cdr.warm_up(m.joint_names)
         if self.cycle is not None:
-            estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame,
+            estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame or '',
                                     self.config.reference, self.arm.order)
 
     def on_joint_state(self, msg):
@@ -190,11 +213,12 @@ class WrenchEstimator(ArmNode):
             return False
         q, v, effort = self.cycle.state()
         self.diagnostics.received()
-        self.last_stamp, self.q_last = stamp, q
+        self.last_stamp, self.q_last, self.last_state = stamp, q, received
         self.check_singularity(q, v, effort)
         torques, wrench = self.writers
         self.torque_publisher.publish(torques.serialized(sec, nanosec))
-        self.wrench_publisher.publish(wrench.serialized(sec, nanosec))
+        if self.config.frame is not None:
+            self.wrench_publisher.publish(wrench.serialized(sec, nanosec))
         self.detect(stamp, tau_ext, q)
         self.diagnostics.time(time.perf_counter() - received)
         return True
@@ -208,6 +232,7 @@ class WrenchEstimator(ArmNode):
         try:
             state = read(msg)
             if state is None:
+                self.foreign_state(self.reader.message_names, self.last_state, received)
                 return
             q, v, effort, (sec, nanosec) = state
             if v is None or effort is None:
@@ -223,13 +248,15 @@ class WrenchEstimator(ArmNode):
             self.diagnostics.count('observer_restarts')
             self.get_logger().warning(f'joint_states {dt:+.3f} s after the previous one: '
                                       'observer restarted', throttle_duration_sec=1.0)
-        self.last_stamp, self.q_last = stamp, q
+        self.last_stamp, self.q_last, self.last_state = stamp, q, received
         try:   # huge finite values (1e300) overflow to Inf inside the observer
             with np.errstate(all='ignore'):
                 tau_ext = self.observer.update(q, v, effort, dt)
-                wrench = self.observer.wrench(q, tau_ext, self.arm.model.tip,
-                                              self.config.reference, self.config.damping)
-            if not np.isfinite(wrench).all():
+                wrench = None if self.config.frame is None else self.observer.wrench(
+                    q, tau_ext, self.arm.model.tip, self.config.reference, self.config.damping)
+            if wrench is None and not np.isfinite(tau_ext).all():
+                raise ValueError('non-finite external joint torques')
+            if wrench is not None and not np.isfinite(wrench).all():
                 raise ValueError('non-finite wrench')
         except ValueError as error:   # restart from the next state rather than stay poisoned
             self.observer.reset(q, np.zeros_like(q))
@@ -256,14 +283,18 @@ class WrenchEstimator(ArmNode):
             return
         self.checked_at = now
         m = self.arm.model
-        J = rd.frame_jacobian(m, q, m.tip, self.config.reference)
+        if self.config.frame is not None:
+            self.check_conditioning(rd.frame_jacobian(m, q, m.tip, self.config.reference))
+        self.residual.update(v, effort, rd.gravity(m, q))
+
+    def check_conditioning(self, J):
+        """σ_min/σ_max of the tip's Jacobian J, with a warning below SINGULAR."""
         s = np.linalg.svd(J, compute_uv=False)
         self.conditioning = float(s[-1] / s[0]) if s[0] > 0 else 0.0
         if self.conditioning < SINGULAR:
             self.diagnostics.count('near_singular')
             self.warn(f'near-singular pose (sigma_min/sigma_max of J = {self.conditioning:.2e}):'
                       ' wrench components along the singular directions are damped toward 0')
-        self.residual.update(v, effort, rd.gravity(m, q))
 
     def publish(self, sec, nanosec, tau_ext, wrench, serialized):
         """~/external_joint_torques and ~/wrench, stamped as the state: bytes or messages."""
@@ -271,12 +302,15 @@ class WrenchEstimator(ArmNode):
         if serialized:
             torques, wrench_writer = self.writers
             self.torque_publisher.publish(torques.serialized(sec, nanosec, tau_joints))
-            self.wrench_publisher.publish(wrench_writer.serialized(sec, nanosec, wrench))
+            if wrench is not None:
+                self.wrench_publisher.publish(wrench_writer.serialized(sec, nanosec, wrench))
             return
         for header in (self.torques.header, self.wrench.header):
             header.stamp.sec, header.stamp.nanosec = sec, nanosec
         self.torques.effort = to_array(tau_joints)
         self.torque_publisher.publish(self.torques)
+        if wrench is None:
+            return
         w = self.wrench.wrench
         (w.torque.x, w.torque.y, w.torque.z, w.force.x, w.force.y, w.force.z) = wrench.tolist()
         self.wrench_publisher.publish(self.wrench)
