@@ -97,7 +97,7 @@ class Processes:
         """{name: return code} of the processes that have ended."""
         return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
 
-    def stop(self, timeout=5.0):
+    def stop(self, timeout=10.0):   # a graceful stop: up to 1 s of ramp, 1 s of acks, teardown
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)

@@ -144,6 +144,11 @@ def nodes():
             n.probe.wait_for_subscribers(publisher)
         for recorder in (*n.commands.values(), n.torques):
             n.probe.wait_for_publishers(recorder)
+        # matched on both sides: each node has answered a state (ros_harness.until_answered)
+        for label, recorder in (*n.commands.items(), ('estimator.wrench_estimator', n.torques)):
+            n.probe.until_answered(n.states[label], lambda: state(Q0, effort=np.zeros(6)),
+                                   recorder)
+            n.fed[label] = time.monotonic()
         yield n
     finally:
         codes = n.close()
