@@ -19,9 +19,10 @@ rclpy's and rclcpp's /clock subscriptions take it) at every step, just before th
 with ``use_sim_time`` then run on the simulated time, equal to the newest state's stamp, and
 time stands still for them while the simulator does. Every step, not a lower rate: a node's
 timeouts, rate-limit Δt and windows then resolve the states' own step, with no lag of up to a
-clock period behind their stamps; a /clock message is 8 bytes of CDR payload published from one
-prebuilt buffer, a few microseconds beside the step's joint state (the cost falls on the nodes
-that subscribe, one small callback per step each). The simulator itself runs on the wall clock
+clock period behind their stamps; a /clock message is 8 bytes of CDR payload published as bytes,
+about half the cost of the step's joint state (measured, rclpy 9, loaded 2-core machine: 3 µs
+against 6 with no subscriber, 11 against 26 with one); each subscribing node pays one small
+callback per step. The simulator itself runs on the wall clock
 (its pacing and figures below), whatever its own ``use_sim_time``.
 Between steps the node processes its callbacks until the next wall-clock deadline, so a command
 answering state k within one period acts on the step k -> k+1, as on a 1 kHz real-time arm.
