@@ -127,6 +127,12 @@ class SimulatedArm(ArmView):
         return self.states, self.clock, self.commands, self.beats, self.diagnostics
 
 
+def controller_diagnostics(arm):
+    """The controller's /diagnostics recorded so far."""
+    return [m for m in list(arm.diagnostics.messages)
+            if m.status and m.status[0].name.startswith('dynamics_controller')]
+
+
 @pytest.fixture(scope='module')
 def arm():
     arm = SimulatedArm(session())
@@ -135,6 +141,10 @@ def arm():
         assert arm.commands.wait(1, timeout=20), arm.launch.logs()
         arm.released = arm.now()   # the brakes hold the arm at Q0 until the first command
         arm.wait(2.4)
+        for _ in range(20):   # /diagnostics come once a simulated second: two of them
+            if len(controller_diagnostics(arm)) >= 2:
+                break
+            arm.wait(0.5)
         arm.probe.stop_recording(*arm.recorders())
         yield arm
     finally:
@@ -179,8 +189,7 @@ def test_controller_runs_on_the_simulated_clock(arm):
     (the float rounding of t0 + k dt at t0 ~ 2e9 s) of the step grid by chance 0.2 % of the time.
     """
     stamps = state_stamps(arm)
-    ours = [m for m in arm.diagnostics.messages
-            if m.status and m.status[0].name.startswith('dynamics_controller')]
+    ours = controller_diagnostics(arm)
     stamped = np.array([nanoseconds(m.header.stamp) for m in ours])
     assert len(stamped) >= 2, arm.launch.logs()
     grid = (stamped - stamps[0]) % 1_000_000
