@@ -93,7 +93,7 @@ class Twin:
         values = {**params, 'robot_description': URDF, 'state_timeout': 0.1}
         node = node_class(namespace=namespace, parameter_overrides=[
             Parameter(k, value=v) for k, v in values.items()])
-        node.monotonic = lambda: self.clock
+        node.seconds = lambda: self.clock
         return node
 
     def now(self):

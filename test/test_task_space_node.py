@@ -31,6 +31,10 @@ class Node:
         self.diagnostics = types.SimpleNamespace(count=self.counts.append)
         self.limiter = types.SimpleNamespace(enabled=False, s=1.0, observe=lambda q, v: None)
 
+    def seconds(self):
+        """The node's time for intervals (ArmNode.seconds): the wall clock here."""
+        return time.monotonic()
+
     def create_publisher(self, *args):
         return types.SimpleNamespace(publish=lambda msg: None)
 

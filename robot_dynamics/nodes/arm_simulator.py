@@ -13,7 +13,17 @@ robot_dynamics.simulation.plant and nodes.plant_parameters: a second or perturbe
 and sigmoid friction, command delay, sensor quantisation, noise and offset; ``plant.profile``).
 
 Timing: step k is published with stamp t₀ + k dt, simulated time anchored at the system clock
-at start (no /clock, no use_sim_time: the stamps are the arm's clock, as a robot driver's are).
+at start: the stamps are the arm's clock, as a robot driver's are. With ``publish_clock``
+(default on) the same time goes out on /clock (rosgraph_msgs/Clock, best effort, depth 1 as
+rclpy's and rclcpp's /clock subscriptions take it) at every step, just before the state: nodes
+with ``use_sim_time`` then run on the simulated time, equal to the newest state's stamp, and
+time stands still for them while the simulator does. Every step, not a lower rate: a node's
+timeouts, rate-limit Δt and windows then resolve the states' own step, with no lag of up to a
+clock period behind their stamps; a /clock message is 8 bytes of CDR payload published as bytes,
+about half the cost of the step's joint state (measured, rclpy 9, loaded 2-core machine: 3 µs
+against 6 with no subscriber, 11 against 26 with one); each subscribing node pays one small
+callback per step. The simulator itself runs on the wall clock
+(its pacing and figures below), whatever its own ``use_sim_time``.
 Between steps the node processes its callbacks until the next wall-clock deadline, so a command
 answering state k within one period acts on the step k -> k+1, as on a 1 kHz real-time arm.
 A controller may lag one step; one lagging more is waited for, up to ``command_wait`` (2 ms),
@@ -66,6 +76,8 @@ import time
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from geometry_msgs.msg import WrenchStamped
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
@@ -74,7 +86,7 @@ from robot_dynamics.core.control import clamp_effort
 from robot_dynamics.simulation import ENGINES, simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 
-from .cdr import JointStateWriter, read_float64_array
+from .cdr import JointStateWriter, read_float64_array, serialized_time
 from .diagnostics import Percentiles
 from .arm import ArmBuilder
 from .joint_states import COMMAND_QOS, to_array
@@ -87,6 +99,9 @@ SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 FLOW_WINDOW = 0.1   # s: commands "flow" while one came within this long (or command_wait)
 STOP_TIME = 0.01    # s: the watchdog stop's velocity time constant below stop_deceleration
 REST = 1e-3         # rad/s (m/s): every joint slower than this, the stopped arm is at rest
+# /clock as rclpy's and rclcpp's time sources subscribe to it (rclcpp::ClockQoS)
+CLOCK_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                       reliability=ReliabilityPolicy.BEST_EFFORT)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -152,6 +167,9 @@ class ArmSimulator(ArmNode):
               'each step one compiled call; false: rclpy serializes and deserializes them and '
               'the step runs in Python (the same values)',
               read_only=True),
+        Param('publish_clock', True, 'bool', 'publish the simulated time on /clock '
+              '(rosgraph_msgs/Clock) at every step, equal to the stamp of the joint state '
+              'published with it: nodes with use_sim_time run on it', read_only=True),
     ) + profiles.PARAMS + PLANT_PARAMS
 
     def __init__(self, **options):
@@ -166,6 +184,8 @@ class ArmSimulator(ArmNode):
         self.deadline = math.inf   # the watchdog trips on the step after this one
         self.trips = 0             # times it tripped
         self.publisher = self.create_publisher(JointState, 'joint_states', COMMAND_QOS)
+        self.clock_publisher = self.create_publisher(Clock, '/clock', CLOCK_QOS) \
+            if self.values['publish_clock'] else None
         raw = self.values['fast_path']
         self.create_subscription(Float64MultiArray, 'effort_controller/commands',
                                  self.on_serialized_command if raw else self.on_command,
@@ -173,6 +193,8 @@ class ArmSimulator(ArmNode):
         self.create_subscription(WrenchStamped, '~/external_wrench', self.on_wrench, 10)
         self.diagnostics = self.create_publisher(DiagnosticArray, '/diagnostics', 10)
         self.loop_latency = Percentiles(('loop_latency',), size=2000)
+        # wall time: the loop latency and the command wait measure how this process and the
+        # controller keep up with the wall clock the simulation is paced by
         self.published_at = self.previous_published_at = self.commanded_at = time.monotonic()
         self.stamp = (0, 0)   # (sec, nanosec) of the last state published
         self.load_model()
@@ -397,6 +419,7 @@ class ArmSimulator(ArmNode):
     def publish(self, stamp):
         self.previous_published_at, self.published_at = self.published_at, time.monotonic()
         self.stamp = sec, nanosec = divmod(int(round(stamp * 1e9)), 10**9)
+        self.publish_clock(sec, nanosec)
         q, v, effort = self.plant.sense(self.engine.q, self.engine.v, self.effort)
         if self.writer is not None:
             self.publisher.publish(self.writer.serialized(sec, nanosec, q, v, effort))
@@ -405,6 +428,20 @@ class ArmSimulator(ArmNode):
         s.header.stamp.sec, s.header.stamp.nanosec = sec, nanosec
         s.position, s.velocity, s.effort = to_array(q), to_array(v), to_array(effort)
         self.publisher.publish(s)
+
+    def publish_clock(self, sec, nanosec):
+        """/clock at the simulated time (sec, nanosec), if ``publish_clock``: bytes or a message.
+
+        A rosgraph_msgs/Clock is one builtin_interfaces/Time: its CDR is the stamp's.
+        """
+        if self.clock_publisher is None:
+            return
+        if self.writer is not None:
+            self.clock_publisher.publish(serialized_time(sec, nanosec))
+            return
+        clock = Clock()
+        clock.clock.sec, clock.clock.nanosec = sec, nanosec
+        self.clock_publisher.publish(clock)
 
     def spin(self, executor, stopped):
         """Fixed-step loop paced by the wall clock (callbacks run in wait_for_step)."""

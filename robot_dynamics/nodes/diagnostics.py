@@ -3,9 +3,11 @@
 A node counts what happened (``count``), times its work (``time``) and, once a second, publishes
 one DiagnosticStatus with the message rate, latency percentiles, its counters and the values
 of its model-health checks (``report``). Values are strings, as the message wants.
+
+The period and the rate are on the node's clock (its timer, ``ArmNode.seconds``: /clock under
+use_sim_time); the latencies ``time`` records are what the node measured (wall time).
 """
 import collections
-import time
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
@@ -58,7 +60,7 @@ class Diagnostics:
         self.counts = collections.Counter({c: 0 for c in counters})
         self.latency = Percentiles(latencies)
         self.max_latency, self._maxed = np.zeros(len(latencies)), 0   # folded in at each report
-        self._received, self._since = 0, time.monotonic()
+        self._received, self._since = 0, node.seconds()
         node.create_timer(period, self.publish)
 
     def count(self, what, n=1):
@@ -71,9 +73,12 @@ class Diagnostics:
         self.latency.add(*seconds)
 
     def rate(self):
-        """Messages per second since the previous call."""
-        now = time.monotonic()
-        rate = self._received / max(now - self._since, 1e-9)
+        """Messages per second (of the node's time) since the previous call.
+
+        0 when the window began before the node had a time (use_sim_time, no /clock yet).
+        """
+        now = self.node.seconds()
+        rate = self._received / max(now - self._since, 1e-9) if self._since else 0.0
         self._received, self._since = 0, now
         return rate
 

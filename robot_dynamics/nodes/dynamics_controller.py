@@ -25,10 +25,11 @@ clock, so a watchdog there needs no clock sync) comes with every command that an
 and stops with the last one: the ramps after state_timeout and on a stop answer none.
 
 Rate limit: consecutive commands differ by at most ``max_effort_rate`` · Δt per joint. Δt is
-the wall time between them or, when longer, the time between the states they answer on the
-arm's clock (their stamps: what the actuator steps on), but never more than the wall time plus
+the node's time between them (the wall clock, or /clock under ``use_sim_time``:
+robot_dynamics.nodes.node) or, when longer, the time between the states they answer on the
+arm's clock (their stamps: what the actuator steps on), but never more than the node's time plus
 RATE_SLACK (a stamp that jumped ahead moves the command little); the ramp after state_timeout,
-which answers no state, runs on wall time. So a simulator catching up with the wall clock
+which answers no state, runs on the node's time. So a simulator catching up with the wall clock
 (steps back to back, 0.1-0.3 ms each on a loaded machine) still gets 1 N m per 1 ms step, not a
 slew limit of 0.1-0.3 N m that made the closed loop flail. The
 default, 1000 N m/s, is the joint torque rate limit of the Franka Control Interface ("Robot and
@@ -39,7 +40,7 @@ to τ = g(q_last) before the node goes quiet. ``effort_limits`` clip after the r
 lowered limit takes effect at once.
 
 Joint states, while commanding: a state stamped before the newest accepted one (out of order),
-or whose stamp ran ahead of the previous one by more than the wall time between them plus
+or whose stamp ran ahead of the previous one by more than the node's time between them plus
 state_timeout (a clock jump), is dropped and counted. After state_timeout the next state is
 accepted whatever its stamp (the publisher's clock is learned again, e.g. a restarted driver).
 
@@ -297,7 +298,6 @@ class DynamicsController(ArmNode):
         self.writer = self.clamped = None           # the command in joints order, serialized
         self.serialized = False                     # publish serialized (a raw state came last)
         self.t_last = None
-        self.monotonic = time.monotonic            # the clock of the rate limit and timeouts
         self.stale_due = None                      # when the stale check is next due
         super().__init__(self.NAME, **options)
         self.publisher = self.create_publisher(Float64MultiArray, 'effort_controller/commands',
@@ -369,7 +369,7 @@ class DynamicsController(ArmNode):
         self.configure_detection(config.safety)
         self.cycle = self.compiled_cycle(config)
         if self.commanding:   # state_timeout may have changed: the next check soon
-            self.schedule_stale_check(self.monotonic(), STALE_TICK)
+            self.schedule_stale_check(self.seconds(), STALE_TICK)
 
     def compiled_cycle(self, config):
         """The CommandCycle for this configuration on the fast path, None where it cannot serve.
@@ -457,9 +457,9 @@ class DynamicsController(ArmNode):
         if cycle is None or not self.commanding or self.collision.event is not None \
                 or limiter.enabled or limiter.reference is not None or header is None:
             return False
-        received = time.perf_counter()
+        received = time.perf_counter()   # wall time: this process's compute time per state
         sec, nanosec = header
-        t, now = sec + 1e-9 * nanosec, self.monotonic()
+        t, now = sec + 1e-9 * nanosec, self.seconds()
         if not t or self.stamp_error(t, now) is not None:
             return False
         reference, pending = self.reference_at(t)
@@ -481,12 +481,12 @@ class DynamicsController(ArmNode):
             self.task.served(q, v, t, cycle.condition[0])
         self.published(status, now, stamp)
         self.beat(sec, nanosec)
-        self.diagnostics.time(time.perf_counter() - received, time.time() - t)
+        self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
         return True
 
     def on_state(self, read, msg, serialized):
         """One joint state, read by ``read``: checks, control law, command (both paths)."""
-        received = time.perf_counter()
+        received = time.perf_counter()   # wall time: this process's compute time per state
         self.diagnostics.received()
         if self.config is None:
             self.get_logger().warning('no model yet: waiting for robot_description',
@@ -496,10 +496,10 @@ class DynamicsController(ArmNode):
         try:
             state = read(msg)
             if state is None:
-                self.foreign_state(self.reader.message_names, self.last_state, self.monotonic())
+                self.foreign_state(self.reader.message_names, self.last_state, self.seconds())
                 return
             q, v, effort, (sec, nanosec) = state
-            t = (sec + 1e-9 * nanosec) or time.time()
+            t = (sec + 1e-9 * nanosec) or self.clock_time()
             self.check_stamp(t)
             self.on_valid_state(q, t)
             self.identification.add(q, v, effort)
@@ -512,28 +512,28 @@ class DynamicsController(ArmNode):
         # exact differences of stamps: integer nanoseconds
         if self.publish(tau, q, (sec * 10**9 + nanosec) or None):
             self.beat(sec, nanosec)
-            self.diagnostics.time(time.perf_counter() - received, time.time() - t)
+            self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def check_stamp(self, t):
         """Out of order or a clock jump while commanding: BadInput (see the module docstring)."""
         if not self.commanding or self.t_last is None:
             return
-        error = self.stamp_error(t, self.monotonic())
+        error = self.stamp_error(t, self.seconds())
         if error is not None:
             raise BadInput(error)
 
     def stamp_error(self, t, now):
-        """Why a state stamped t, at the wall time now, is refused while commanding (or None)."""
+        """Why a state stamped t, at the node's time now, is refused while commanding (or None)."""
         if t < self.t_last:
             return f'out of order: stamped {self.t_last - t:.4f} s before the newest'
         allowed = now - self.last_state + self.values['state_timeout']
         if t - self.t_last > allowed:
             return (f'stamp jumped {t - self.t_last:.4f} s ahead (more than {allowed:.4f} s of '
-                    'wall time and state_timeout)')
+                    'node time and state_timeout)')
         return None
 
     def on_valid_state(self, q, t):
-        self.last_state, self.t_last = self.monotonic(), t
+        self.last_state, self.t_last = self.seconds(), t
         if not self.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
             self.reference, self.pending = Setpoint(q), None
@@ -678,7 +678,7 @@ class DynamicsController(ArmNode):
         NaN. Serialized after a state that came serialized (the fast path), else a message.
         """
         tau = self.config.profile.command(q, tau)
-        now = self.monotonic()
+        now = self.seconds()
         status = limit_command(tau, self.tau_last, self.effort_step(now, stamp),
                                self.config.effort_limits, self.arm.order, self.writer.data,
                                self.clamped)
@@ -729,7 +729,7 @@ class DynamicsController(ArmNode):
         if not self.commanding:
             self.stale_timer.cancel()
             return
-        now = self.monotonic()
+        now = self.seconds()
         left = self.last_state + self.values['state_timeout'] - now
         if left > 0.0 or now - self.stale_due > LATE:
             # late: this process itself did not run; let states queued meanwhile in first
@@ -755,16 +755,18 @@ class DynamicsController(ArmNode):
     def finish(self):
         """A graceful stop (SIGINT, SIGTERM): end on the final command g(q_last), then exit.
 
-        It ramps there as after state_timeout, for at most STOP_RAMP, then publishes it
+        It ramps there as after state_timeout, for at most STOP_RAMP (wall time), then publishes it
         unlimited, and waits up to ACK_WAIT for reliable subscribers to acknowledge it. The
         heartbeat has stopped with the last command that answered a state. Nothing while not
         commanding: no state yet, or the stale check already ended on that command.
         """
         if not self.commanding or self.config is None:
             return
-        deadline = self.monotonic() + STOP_RAMP
+        # wall time: the process must end even if /clock stopped (the ramp's Δt is the node's
+        # time, so under use_sim_time without /clock the final command comes after STOP_RAMP)
+        deadline = time.monotonic() + STOP_RAMP
         while not self.ramp_to_final():
-            if self.monotonic() > deadline:
+            if time.monotonic() > deadline:
                 self.published_at = None   # no rate limit: the final command at once
                 self.ramp_to_final()
                 break

@@ -4,6 +4,16 @@ A node is parameters -> core objects -> publishers. Every node builds its whole 
 from a dict of parameter values in one function; the on-set callback runs that same function on
 the proposed values, so a bad value is rejected with the function's reason and the node keeps
 the configuration it had (see ``ArmNode``).
+
+Time: every interval that decides behaviour (a timeout, a rate limit's Δt, a window) is read
+from ``ArmNode.seconds``, and every comparison with a joint state's stamp from
+``ArmNode.clock_time``. With ``use_sim_time`` (rclpy's parameter, read at start: a change is
+refused) both are the newest /clock time, e.g. arm_simulator's: time stands still while /clock
+does. Without it, ``seconds`` is the monotonic wall clock (ROS time would be the system clock,
+which NTP may step) and ``clock_time`` the system clock, what stamps are compared against.
+rclpy's timers (``create_timer``) run on the node's ROS clock, so on /clock under use_sim_time.
+Wall time stays only where a node measures itself: its CPU time per message, its latency, its
+log throttling, and its own shutdown.
 """
 import faulthandler
 import math
@@ -25,11 +35,15 @@ from .parameters import MODEL_PARAMS, ConfigError, check_choices, declare_parame
     parameter_value
 
 
+USE_SIM_TIME = 'use_sim_time'   # rclpy's parameter: the node's clock is /clock
 FOREIGN_PERIOD = 5.0   # s: joint states without our joints for this long are worth a warning
 
 
 class Throttled:
-    """log(text) at most once per ``period`` seconds for each distinct text."""
+    """log(text) at most once per ``period`` seconds for each distinct text.
+
+    Wall time: the log is read by a person, whatever the node's clock.
+    """
 
     def __init__(self, log, period=1.0):
         self.log, self.period, self.last = log, period, {}
@@ -54,6 +68,8 @@ class ArmNode(Node):
     def __init__(self, name, **options):
         super().__init__(name, **options)   # options: rclpy Node keywords (namespace, overrides)
         self.values = declare_parameters(self, self.PARAMS)
+        #: use_sim_time (declared by rclpy): time is /clock's (module docstring)
+        self.sim_time = self.get_parameter(USE_SIM_TIME).value is True
         check_choices(self.PARAMS, self.values)
         self.arm = self.urdf = None
         self._build_arm = ArmBuilder()
@@ -68,6 +84,18 @@ class ArmNode(Node):
             self.get_logger().info('waiting for the robot_description topic')
             self.create_subscription(String, 'robot_description', self._on_description,
                                      DESCRIPTION_QOS)
+
+    def seconds(self):
+        """The node's time for intervals, s: /clock's under use_sim_time, else monotonic."""
+        if self.sim_time:
+            return self.get_clock().now().nanoseconds * 1e-9
+        return time.monotonic()
+
+    def clock_time(self):
+        """The node's clock, s since the epoch: what a joint state's stamp compares with."""
+        if self.sim_time:
+            return self.get_clock().now().nanoseconds * 1e-9
+        return time.time()
 
     def warm_up(self):
         """Run the per-state computations once, before 'ready'.
@@ -117,7 +145,13 @@ class ArmNode(Node):
             self.get_logger().error(f'cannot use robot_description: {error}')
 
     def _on_set_parameters(self, params):
-        values = {**self.values, **{p.name: parameter_value(p) for p in params}}
+        changed = {p.name: parameter_value(p) for p in params}
+        if USE_SIM_TIME in changed:
+            if changed.pop(USE_SIM_TIME) != self.sim_time:
+                return SetParametersResult(successful=False, reason=(
+                    f'{USE_SIM_TIME} is read at start (the node\'s timeouts would jump between '
+                    'the wall clock and /clock): restart the node to change it'))
+        values = {**self.values, **changed}
         try:
             check_choices(self.PARAMS, values)
             if self.urdf is not None:

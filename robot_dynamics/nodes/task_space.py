@@ -34,7 +34,6 @@ poses and twists; the core's vectors are angular first, and the conversion is he
 """
 import bisect
 import functools
-import time
 
 import numpy as np
 from geometry_msgs.msg import PoseStamped, WrenchStamped
@@ -324,7 +323,7 @@ class TaskSpace:
             self.path = [(stamp, pose_d)]
         else:
             self.twist_d = rd.pose_error(pose_d, self.path[-1][1]) / dt
-            self.twist_until = time.monotonic() + 2.0 * dt
+            self.twist_until = self.node.seconds() + 2.0 * dt
             self.path.append((stamp, pose_d))
         self.stamp_d = stamp
         if on_time:   # the newest pose is the target (else target() moves it on the clock)
@@ -342,7 +341,7 @@ class TaskSpace:
         if not self.scaled():
             limiter.observe(q, v)
             return self.pose_d, self.target_twist(), None
-        streaming = time.monotonic() < self.twist_until
+        streaming = self.node.seconds() < self.twist_until
         s_before = limiter.s
         nominal = self.nominal_twist() if streaming or late else np.zeros(6)
         s = limiter.task_scale(q, v, self.law.frame, nominal, dt)
@@ -386,7 +385,7 @@ class TaskSpace:
 
     def target_twist(self):
         """ẋ_d while a stream of targets lasts, else None (zero)."""
-        return self.twist_d if time.monotonic() < self.twist_until else None
+        return self.twist_d if self.node.seconds() < self.twist_until else None
 
     def on_target_wrench(self, msg):
         w = msg.wrench

@@ -105,7 +105,7 @@ class WrenchEstimator(ArmNode):
     def __init__(self, **options):
         self.config = self.observer = self.reader = self.cycle = None
         self.last_stamp = self.q_last = None
-        self.last_state = None   # time.perf_counter() of the last accepted state
+        self.last_state = None   # the node's seconds() at the last accepted state
         self.conditioning, self.checked_at = None, -np.inf
         self.residual = StaticResidual()
         super().__init__(self.NAME, **options)
@@ -202,7 +202,7 @@ class WrenchEstimator(ArmNode):
         header = cdr.header_stamp(data)
         if anchor is None or anchor[1] is None or self.last_stamp is None or header is None:
             return False
-        received = time.perf_counter()
+        received = time.perf_counter()   # wall time: this process's compute time per state
         sec, nanosec = header
         stamp = sec + 1e-9 * nanosec
         dt = stamp - self.last_stamp   # max_dt: state_timeout or less (max_gap)
@@ -213,7 +213,7 @@ class WrenchEstimator(ArmNode):
             return False
         q, v, effort = self.cycle.state()
         self.diagnostics.received()
-        self.last_stamp, self.q_last, self.last_state = stamp, q, received
+        self.last_stamp, self.q_last, self.last_state = stamp, q, self.seconds()
         self.check_singularity(q, v, effort)
         torques, wrench = self.writers
         self.torque_publisher.publish(torques.serialized(sec, nanosec))
@@ -225,14 +225,14 @@ class WrenchEstimator(ArmNode):
 
     def on_state(self, read, msg, serialized):
         """One joint state, read by ``read``: observer, wrench, publication (both paths)."""
-        received = time.perf_counter()
+        received = time.perf_counter()   # wall time: this process's compute time per state
         self.diagnostics.received()
         if self.config is None:
             return
         try:
             state = read(msg)
             if state is None:
-                self.foreign_state(self.reader.message_names, self.last_state, received)
+                self.foreign_state(self.reader.message_names, self.last_state, self.seconds())
                 return
             q, v, effort, (sec, nanosec) = state
             if v is None or effort is None:
@@ -242,13 +242,13 @@ class WrenchEstimator(ArmNode):
             self.diagnostics.count('rejected_states')
             self.warn(f'joint_states ignored: {error}')
             return
-        stamp = (sec + 1e-9 * nanosec) or time.time()
+        stamp = (sec + 1e-9 * nanosec) or self.clock_time()
         dt = 0.0 if self.last_stamp is None else stamp - self.last_stamp
         if self.last_stamp is not None and not 0.0 < dt <= self.values['state_timeout']:
             self.diagnostics.count('observer_restarts')
             self.get_logger().warning(f'joint_states {dt:+.3f} s after the previous one: '
                                       'observer restarted', throttle_duration_sec=1.0)
-        self.last_stamp, self.q_last, self.last_state = stamp, q, received
+        self.last_stamp, self.q_last, self.last_state = stamp, q, self.seconds()
         try:   # huge finite values (1e300) overflow to Inf inside the observer
             with np.errstate(all='ignore'):
                 tau_ext = self.observer.update(q, v, effort, dt)
@@ -278,7 +278,7 @@ class WrenchEstimator(ArmNode):
 
     def check_singularity(self, q, v, effort):
         """Every 0.1 s: σ_min/σ_max of J (warn below SINGULAR) and the static residual."""
-        now = time.monotonic()
+        now = self.seconds()
         if now - self.checked_at < 0.1:
             return
         self.checked_at = now
