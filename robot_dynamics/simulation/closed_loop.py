@@ -67,8 +67,13 @@ def realistic_plant(engine, urdf, base, tip, q0, dt=1e-3, profile=plant_layers.R
 
     The plant's URDF is ``urdf`` perturbed by ``plant.mass_error`` and ``plant.com_error``;
     armature, viscous and Coulomb friction go into the engine, stiction and the sigmoid law into
-    ``plant.Friction``, delay and sensors into ``plant.Plant``; ``seed`` seeds both.
+    ``plant.Friction``, delay and sensors into ``plant.Plant``; ``seed`` seeds both. With
+    ``plant.dry_friction`` (plant.REALISTIC_STICTION) the Coulomb friction and stiction are the
+    internal engine's dry friction that holds (simulation.dry_friction).
     """
+    holds = bool(profile.get('plant.dry_friction', False))
+    if holds and engine != 'internal':
+        raise ValueError(f"plant.dry_friction needs the internal engine, got '{engine}'")
     names = rd.load_urdf(urdf, base=base, tip=tip).joint_names
     n = len(names)
     mass_error = profile.get('plant.mass_error', 0.0)
@@ -85,7 +90,9 @@ def realistic_plant(engine, urdf, base, tip, q0, dt=1e-3, profile=plant_layers.R
     friction = plant_layers.Friction(
         n, per_joint(profile, 'plant.stiction', n), terms.get('coulomb'),
         profile.get('plant.stribeck_velocity', 0.05), sim.model.coulomb_velocity,
-        sigmoid if sigmoid['amplitude'] is not None else None)
+        sigmoid if sigmoid['amplitude'] is not None else None, holds)
+    if holds:
+        sim.hold_dry_friction(friction.breakaway, friction.stribeck)
     sensors = plant_layers.Sensors(
         n, profile.get('plant.position_resolution', 0.0), profile.get('plant.velocity_noise', 0.0),
         profile.get('plant.effort_noise', 0.0), per_joint(profile, 'plant.effort_offset', n), seed)

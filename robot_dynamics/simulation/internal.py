@@ -28,6 +28,9 @@ from robot_dynamics.core.algorithms.linalg import cholesky, cholesky_inverse, ch
 from robot_dynamics.core.arguments import NOT_POSITIVE_DEFINITE, NO_WRENCHES, argument_error
 
 from .base import Engine
+from .dry_friction import (BREAKAWAY, COULOMB, DRY_ROWS, HELD, STOPPED, STRIBECK, any_held,
+                           at_rest, dry_torque, hold, inverse_mass, passed_rest, start_step,
+                           stick_or_break)
 
 #: rows of the scratch array: the stage's point (q, q̇) and torque, the weighted sums of the
 #: stages' q̇ and q̈
@@ -225,6 +228,59 @@ def rk4_step(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a, 
 
 
 @exact
+def rk4_step_dry(table, frames, tip, h, damping, tau, F, wrench, q, v, ws, J, k, a, limits, W,
+                 scratch, dry):
+    """``rk4_step`` with the dry friction ``dry`` that holds (dry_friction's module docstring).
+
+    Joints at rest are brought to rest and stick or break away at the start; the held ones keep
+    q̈ = 0 at every stage; sliding ones take the dry friction at each stage's velocity; those
+    that passed through rest over the step are brought to rest at its end.
+    """
+    n = q.shape[0]
+    A = scratch[:n]
+    if at_rest(dry, v):
+        if not inverse_mass(table, q, ws, W) or not hold(W, dry, HELD, v, A):
+            return NOT_POSITIVE_DEFINITE
+        if wrench:
+            frame_jacobian_state(table, frames, tip, ALIGNED, q, ws, J)
+        stage_torque(tau, damping, v, J, F, wrench, k[TORQUE])
+        dry_torque(dry, v, k[TORQUE])
+        if not forward_dynamics_state(table, q, v, k[TORQUE], NO_WRENCHES, ws, a) or \
+                not stick_or_break(W, dry, a, A):
+            return NOT_POSITIVE_DEFINITE
+    start_step(dry, v)
+    held = any_held(dry)
+    resting = resting_on_stops(limits, q, v, scratch[n:])
+    k[POINT_Q], k[POINT_V] = q, v
+    for s in range(4):
+        if wrench:
+            frame_jacobian_state(table, frames, tip, ALIGNED, k[POINT_Q], ws, J)
+        stage_torque(tau, damping, k[POINT_V], J, F, wrench, k[TORQUE])
+        dry_torque(dry, k[POINT_V], k[TORQUE])
+        if not forward_dynamics_state(table, k[POINT_Q], k[POINT_V], k[TORQUE], NO_WRENCHES,
+                                      ws, a):
+            return NOT_POSITIVE_DEFINITE
+        if held:   # the held joints' friction holds them at this stage
+            if not inverse_mass(table, k[POINT_Q], ws, W) or not hold(W, dry, HELD, a, A):
+                return NOT_POSITIVE_DEFINITE
+        if resting:
+            mass_matrix_state(table, k[POINT_Q], ws, W)
+            if not stop_reactions(W, scratch[n:], A, a):
+                return NOT_POSITIVE_DEFINITE
+        rk4_stage(s, h, q, v, a, k)
+    if beyond_stops(limits, q):
+        for i in range(n):
+            k[POINT_Q, i] = min(max(q[i], limits[0, i]), limits[1, i])
+        mass_matrix_state(table, k[POINT_Q], ws, W)
+        if not inelastic_stops(limits, q, v, W, scratch):
+            return NOT_POSITIVE_DEFINITE
+    if passed_rest(dry, v):
+        if not inverse_mass(table, q, ws, W) or not hold(W, dry, STOPPED, v, A):
+            return NOT_POSITIVE_DEFINITE
+    return 0
+
+
+@exact
 def sensed_step(table, frames, tip, h, damping, command, friction, F, wrench, q, v, ws, J, k, a,
                 tau, effort, limits, W, scratch):
     """``effort`` = command − D q̇ at the start, then ``rk4_step`` with τ = command − friction.
@@ -262,6 +318,37 @@ class InternalEngine(Engine):
         self._tau, self._F, self._J = np.zeros(nv), np.zeros(6), np.zeros((6, nv))
         self._k, self._a = np.zeros((5, nv)), np.zeros(nv)
         self._tip = -1 if self.model.tip is None else self.model.frame_index(self.model.tip)
+        self._dry = None   # dry friction that holds (hold_dry_friction), off
+
+    def hold_dry_friction(self, breakaway, stribeck_velocity=0.05):
+        """Make the arm's Coulomb friction dry friction that holds (simulation.dry_friction).
+
+        ``breakaway``: f_s per joint (``joint_names`` order; a number: every joint), each at
+        least the model's Coulomb level f_c; a joint with f_s = 0 has none. The model's smooth
+        Coulomb and Stribeck terms (tanh) are replaced by it, its viscous friction stays.
+        ``stribeck_velocity`` v_s > 0: the friction decays from f_s to f_c over it.
+        """
+        if self.model.mimic:
+            raise ValueError('dry friction that holds takes a model without mimic joints')
+        m, nv = self.model, self.model.nv
+        f_s = np.broadcast_to(np.asarray(breakaway, dtype=float), (nv,))
+        f_s = self._to_model(np.array(f_s))
+        short = np.flatnonzero(~(f_s >= m.coulomb))
+        if short.size or not stribeck_velocity > 0:
+            raise ValueError(
+                'dry friction needs a breakaway torque >= the Coulomb friction at every joint '
+                f'and a Stribeck velocity > 0; got breakaway {f_s.tolist()} below Coulomb at '
+                f'{[m.joint_names[i] for i in short]}, Stribeck velocity {stribeck_velocity}')
+        self._dry = np.zeros((DRY_ROWS, nv))
+        self._dry[COULOMB], self._dry[BREAKAWAY], self._dry[STRIBECK] = \
+            m.coulomb, f_s, stribeck_velocity
+        self.model = m.replace(coulomb=np.zeros(nv), stiction=np.zeros(nv))
+        self.data = rd.Data(self.model)
+
+    @property
+    def holding(self):
+        """The joints dry friction held over the last step (None: no dry friction)."""
+        return None if self._dry is None else (self._dry[HELD] == 1.0)[self.order]
 
     @property
     def q(self):
@@ -293,6 +380,14 @@ class InternalEngine(Engine):
         if self.model.mimic:
             return self._advance_mimic(wrench)
         m = self.model
+        if self._dry is not None:
+            status = rk4_step_dry(
+                m.table, m.frames, self._tip, self.dt, self._damping, self._tau, self._F, wrench,
+                self._q, self._v, self.data.ws, self._J, self._k, self._a, self._limits, self._W,
+                self._impact, self._dry)
+            if status:
+                raise argument_error(m, status)
+            return
         status = rk4_step(m.table, m.frames, self._tip, self.dt, self._damping, self._tau,
                           self._F, wrench, self._q, self._v, self.data.ws, self._J, self._k,
                           self._a, self._limits, self._W, self._impact)
@@ -307,8 +402,9 @@ class InternalEngine(Engine):
         (also where this raises). A τ that is not finite raises ValueError, as in ``step``, and
         so does a diverged state, both with the state unchanged.
         """
-        if self.model.mimic:
-            raise ValueError('sensed_step takes a model without mimic joints: use step')
+        if self.model.mimic or self._dry is not None:
+            raise ValueError('sensed_step takes a model without mimic joints or dry friction: '
+                             'use step')
         F = self.tip_wrench(wrench, wrench_frame)
         if F is not None:
             self._F[:] = F

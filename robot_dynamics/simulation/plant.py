@@ -13,6 +13,11 @@ engine's ``joint_names`` order:
   friction, core friction.py, with stiction f_s − f_c), and the sigmoid law Gaz et al. identified
   on the Panda, τ_σ(q̇) = φ1 / (1 + exp(−φ2 (q̇ + φ3))) − φ1 / (1 + exp(−φ2 φ3));
   both at the velocity at the start of the step and held over it (``Plant.friction``);
+  or, with ``holds`` (profile key ``plant.dry_friction``), **dry friction that holds**: the
+  engine's Coulomb friction and the stiction become the internal engine's stick-slip law
+  (simulation.dry_friction: a joint at rest stays exactly at rest while the torque holding it
+  is within f_s, and slides with f_c + (f_s − f_c) exp(−(q̇ / v_s)²) otherwise), where the
+  smooth laws above creep under any steady load below breakaway;
 - **command delay**: the torque applied in step k is the command of step k − d
   (``CommandDelay``);
 - **sensors** (``Sensors``): positions quantised to a resolution (encoder counts), white
@@ -58,6 +63,11 @@ PANDA_GAZ_2019 = {**{k: v for k, v in REALISTIC.items() if k not in (
     'friction.viscous', 'friction.coulomb', 'plant.stiction', 'plant.stribeck_velocity')},
     **{f'plant.sigmoid_friction.{k}': v for k, v in GAZ_2019_FRICTION.items()}}
 PROFILES = {'none': {}, 'realistic': REALISTIC, 'panda_gaz2019': PANDA_GAZ_2019}
+#: REALISTIC with dry friction that holds (``Friction.holds``): the same friction levels, but a
+#: joint at rest under a load below its breakaway torque does not creep. In-process only
+#: (simulation.closed_loop.realistic_plant, internal engine): the arm_simulator node steps its
+#: engine without it, so it is not among PROFILES (the node's plant.profile choices).
+REALISTIC_STICTION = {**REALISTIC, 'plant.dry_friction': True}
 
 
 class CommandDelay:
@@ -112,10 +122,18 @@ class Friction:
 
     ``stiction`` f_s and ``coulomb`` f_c per joint (f_s ≥ f_c; None: no stiction), ``stribeck``
     v_s > 0, ``coulomb_velocity`` ε; ``sigmoid`` dict(amplitude, slope, offset) per joint or None.
+    ``holds``: the Coulomb friction and stiction are dry friction that holds, acting in the
+    engine (``breakaway`` f_s per joint, f_c where no stiction; ``InternalEngine
+    .hold_dry_friction``), not here: only the sigmoid law remains held over the step.
     """
 
     def __init__(self, n, stiction=None, coulomb=None, stribeck=0.05, coulomb_velocity=0.01,
-                 sigmoid=None):
+                 sigmoid=None, holds=False):
+        self.holds, self.breakaway = bool(holds), None
+        if self.holds:
+            self.breakaway = np.broadcast_to(np.asarray(
+                stiction if stiction is not None else coulomb if coulomb is not None else 0.0,
+                dtype=float), (n,)).copy()
         self.excess = None
         if stiction is not None:
             coulomb = np.zeros(n) if coulomb is None else np.asarray(coulomb, dtype=float)
@@ -134,9 +152,12 @@ class Friction:
                 raise ValueError(f'sigmoid friction needs amplitude >= 0, slope > 0 and an '
                                  f'offset, one finite value each per joint ({n}); got {sigmoid}')
 
+        if self.holds:
+            self.excess = None   # in the engine's dry friction
+
     @property
     def acts(self):
-        """Whether there is any (stiction or sigmoid friction)."""
+        """Whether there is any held over the step (stiction or sigmoid friction)."""
         return self.excess is not None or self.sigmoid is not None
 
     def __call__(self, v):
