@@ -21,12 +21,11 @@ find_python() {
     if [ -n "${PYTHON:-}" ]; then echo "$PYTHON"; return; fi
     if [ "$want" != 3.12 ]; then echo python3; return; fi
     if python3.12 -c '' 2>/dev/null; then echo python3.12; return; fi
-    if command -v pyenv >/dev/null; then
-        local v
-        v=$(pyenv versions --bare | grep -E '^3\.12\.[0-9]+$' | sort -V | tail -1)
-        [ -n "$v" ] && { echo "$(pyenv root)/versions/$v/bin/python3.12"; return; }
-    fi
-    echo python3.12
+    # pyenv's newest 3.12 (also when pyenv itself is not on PATH)
+    local found
+    found=$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12.*/bin/python3.12 2>/dev/null \
+        | sort -V | tail -1)
+    echo "${found:-python3.12}"
 }
 python=$(find_python)
 
