@@ -195,8 +195,8 @@ def executor():
 def main(node_class, args=None):
     """Run one node until SIGINT/SIGTERM; a configuration error at start exits with status 1.
 
-    Either signal stops the spin; the node then does its last act (``finish``: the
-    controller's safe final command) with rclpy's context still valid (rclpy's own signal
+    Either signal stops the spin; the node then does its last act (``finish``, where it has
+    one: the controller's safe final command) with rclpy's context still valid (rclpy's own signal
     handlers are off, which Jazzy's rclpy 7 and Kilted's 9 both allow), and exits. A signal
     while the node is still being built (numba may be compiling) stops it at once: it has
     published nothing yet. The exit status is what ``node.spin(executor, stopped)`` returns
@@ -231,7 +231,7 @@ def main(node_class, args=None):
         return node.spin(spinner, lambda: bool(stop)) or 0
     finally:
         try:
-            node.finish()
+            getattr(node, 'finish', lambda: None)()   # nodes that are not ArmNodes have none
         finally:
             spinner.shutdown()
             node.destroy_node()
