@@ -20,13 +20,18 @@ from test_core_closed_forms import inertial, planar_urdf
 ARMS = ("panda/panda_link0/panda_hand_tcp", "ur5e/base_link/tool0")
 
 
+def parent_joint(frame):
+    """The joint a Pinocchio frame hangs on: parentJoint since Pinocchio 3, parent before."""
+    return frame.parentJoint if hasattr(frame, "parentJoint") else frame.parent
+
+
 def pinocchio_mobility(ref, q, tip, offset):
     """J_v M^-1 J_v^T of a frame Pinocchio places at ``offset`` from ``tip`` (tip axes)."""
     pin = ref.pin
     name = f"contact_{len(ref.model.frames)}"
     f = ref.model.frames[ref.model.getFrameId(tip, pin.FrameType.BODY)]
     placement = f.placement * pin.SE3(np.eye(3), np.asarray(offset, float))
-    ref.model.addFrame(pin.Frame(name, f.parentJoint, ref.model.getFrameId(tip), placement,
+    ref.model.addFrame(pin.Frame(name, parent_joint(f), ref.model.getFrameId(tip), placement,
                                  pin.FrameType.BODY))
     ref.data = ref.model.createData()
     Jv = ref.frame_jacobian(q, name, "LOCAL_WORLD_ALIGNED")[3:]

@@ -181,6 +181,14 @@ def test_a_torque_stream_that_stops_is_followed_by_the_drives_stop(engine):
             ros.probe.wait_for_subscribers(commands)
             model = rd.load_urdf(urdf_text('panda'), 'panda_link0', 'panda_hand_tcp')
             push = np.array([20.0, -30.0, 15.0, 25.0, 4.0, 4.0, 4.0])
+            # matched on both sides first: commands sent before the simulator's subscription
+            # has matched the publisher are lost (seconds on a loaded machine)
+            deadline = time.monotonic() + 30.0
+            while launch.count('arm_simulator', 'first effort command') < 1:
+                assert time.monotonic() < deadline, launch.logs()
+                q = arrays([states.last()], 'position')[0]
+                commands.publish(Float64MultiArray(data=list(rd.gravity(model, q))))
+                time.sleep(0.01)
             start = stamp_of(states.last())
             while stamp_of(states.last()) < start + 0.4:   # simulated time
                 q = arrays([states.last()], 'position')[0]

@@ -179,16 +179,16 @@ def test_a_task_space_stream_is_slowed_to_v_max(node, monkeypatch):
 
     A region with F_T lowered to 60 N: v_max ~0.3 m/s along the line. With PFL the tip's speed
     stays <= v_max (+2 %), the targets stay on the line and its end is reached later; without,
-    the tip exceeds v_max. The wall clock of the stream's lapse is the simulated one.
+    the tip exceeds v_max. The node's clock, which the stream's lapse reads, is the simulated one.
     """
     model = rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0')
     region = dataclasses.replace(CHEST, transient_force=60.0)
     clock = [0.0]
-    monkeypatch.setattr(task_space, 'time', types.SimpleNamespace(monotonic=lambda: clock[0]))
     T0 = rd.frame_pose(model, Q0, 'tool0')
     runs = {}
     for enabled in (True, False):
         space = task_space_on(node, model, enabled, region)
+        monkeypatch.setattr(space.node, 'seconds', lambda: clock[0])   # the node's clock
         q, v = Q0.copy(), np.zeros(6)
         space.hold(q)
         stream = line_stream(T0)

@@ -84,8 +84,13 @@ def publisher(ros):
     ros.probe.remove_publishers(publisher)
 
 
-def publish(ros, publisher, messages):
-    """Publish to the matched recorder and wait until it has acknowledged every message."""
+def publish(ros, publisher, messages, recorder):
+    """Publish to the ready recorder and wait until it has acknowledged every message.
+
+    Ready first: a recorder that is still starting (numba compiling on a cold cache) may have
+    matched the publisher before its signal handlers are installed.
+    """
+    recorder.ready()
     ros.probe.wait_for_subscribers(publisher, timeout=90)
     for msg in messages:
         publisher.publish(msg)
@@ -108,7 +113,7 @@ def test_recorder_writes_what_it_received_on_sigint(ros, publisher, tmp_path):
     bad.position[1] = float('nan')
     messages.insert(4, bad)
     messages.append(joint_state(6))
-    publish(ros, publisher, messages)
+    publish(ros, publisher, messages, recorder)
     recorder.process.send_signal(signal.SIGINT)
     assert recorder.wait() == 0, recorder.log()
     data = recording.load(output)
@@ -131,7 +136,7 @@ def test_recorder_stops_after_duration_and_csv_without_velocities(ros, publisher
     output = tmp_path / 'log.csv'
     recorder = Recorder(ros, output, 'duration:=0.006')
     publish(ros, publisher, [joint_state(k, names=('j3', 'j1'), velocity=False)
-                             for k in range(6)])
+                             for k in range(6)], recorder)
     assert recorder.wait() == 0, recorder.log()   # ended by the stamp 0.008 s > 0.006 s
     data = recording.load(output)
     k = np.arange(4)
@@ -147,7 +152,7 @@ def test_recorder_records_currents_as_torques(ros, publisher, tmp_path):
     refused = Recorder(ros, tmp_path / 'x.npz', 'measured_effort:=current')
     recorder = Recorder(ros, output, 'duration:=0.006', 'joints:=[j2, j1]',
                         'measured_effort:=current', 'torque_constants:=[3.0, 0.5]')
-    publish(ros, publisher, [joint_state(k) for k in range(6)])
+    publish(ros, publisher, [joint_state(k) for k in range(6)], recorder)
     assert recorder.wait() == 0, recorder.log()
     assert refused.wait() == 1 and 'needs joints and one torque constant' in refused.log()
     k = np.arange(4)

@@ -74,7 +74,9 @@ class Reference:
         try:
             self.pm = pin.buildModelFromXML(xml, mimic=mimic)
             dependent = {}
-        except (RuntimeError, ValueError):   # Pinocchio builds no mimic model of it: G by hand
+        except (RuntimeError, ValueError, TypeError):
+            # Pinocchio builds no mimic model of it (Pinocchio 2 has none at all: its binding
+            # refuses the keyword with a TypeError): G by hand
             mimic = False
         if not mimic:
             self.pm = pin.buildModelFromXML(xml)
