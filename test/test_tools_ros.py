@@ -44,9 +44,10 @@ def joint_state(k, names=('j1', 'j2', 'j3'), effort=True, velocity=True, stamp=N
 class Recorder:
     """A record_joint_states process writing ``output``, with its log."""
 
-    def __init__(self, ros, output, *parameters):
+    def __init__(self, ros, output, *parameters, topic='joint_states'):
         self.log_path = pathlib.Path(output).with_suffix('.log')
         argv = [sys.executable, '-m', 'robot_dynamics.tools.record', '--ros-args',
+                '-r', f'joint_states:={topic}',
                 '-p', f'output:={output}', '-p', 'joint_states_reliability:=reliable']
         for p in parameters:
             argv += ['-p', p]
@@ -78,8 +79,14 @@ def ros():
 
 
 @pytest.fixture
-def publisher(ros):
-    publisher = ros.probe.create_publisher(JointState, 'joint_states', RELIABLE)
+def publisher(ros, request):
+    """A publisher on a topic of the test's own.
+
+    The subscriptions of earlier tests' processes, still matched until their DDS leases expire,
+    can then neither take nor hold up its messages.
+    """
+    topic = f'/joint_states_{request.node.name.replace("[", "_").replace("]", "")}'
+    publisher = ros.probe.create_publisher(JointState, topic, RELIABLE)
     yield publisher
     ros.probe.remove_publishers(publisher)
 
@@ -101,7 +108,7 @@ def test_recorder_writes_what_it_received_on_sigint(ros, publisher, tmp_path):
     """joints [j2, j1] of messages with a third joint; bad messages are rejected and counted."""
     output = tmp_path / 'log.npz'
     recorder = Recorder(ros, output, 'joints:=[j2, j1]', 'urdf:=/robots/arm.urdf',
-                        'robot_description:=<robot name="arm"/>')
+                        'robot_description:=<robot name="arm"/>', topic=publisher.topic_name)
     good = [0, 1, 2, 3, 5, 6]
     messages = [joint_state(k) for k in good[:4]]
     messages += [joint_state(4, effort=False),                          # no efforts
@@ -134,7 +141,7 @@ def test_recorder_writes_what_it_received_on_sigint(ros, publisher, tmp_path):
 
 def test_recorder_stops_after_duration_and_csv_without_velocities(ros, publisher, tmp_path):
     output = tmp_path / 'log.csv'
-    recorder = Recorder(ros, output, 'duration:=0.006')
+    recorder = Recorder(ros, output, 'duration:=0.006', topic=publisher.topic_name)
     publish(ros, publisher, [joint_state(k, names=('j3', 'j1'), velocity=False)
                              for k in range(6)], recorder)
     assert recorder.wait() == 0, recorder.log()   # ended by the stamp 0.008 s > 0.006 s
@@ -151,7 +158,8 @@ def test_recorder_records_currents_as_torques(ros, publisher, tmp_path):
     output = tmp_path / 'log.npz'
     refused = Recorder(ros, tmp_path / 'x.npz', 'measured_effort:=current')
     recorder = Recorder(ros, output, 'duration:=0.006', 'joints:=[j2, j1]',
-                        'measured_effort:=current', 'torque_constants:=[3.0, 0.5]')
+                        'measured_effort:=current', 'torque_constants:=[3.0, 0.5]',
+                        topic=publisher.topic_name)
     publish(ros, publisher, [joint_state(k) for k in range(6)], recorder)
     assert recorder.wait() == 0, recorder.log()
     assert refused.wait() == 1 and 'needs joints and one torque constant' in refused.log()
