@@ -27,13 +27,16 @@ MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'oper
 # simulated time stops too, so the controller and estimator may wait longer for its states; and
 # its drive waits as long for a controller held up on the same machine before it stops the arm.
 SIMULATED_STATE_TIMEOUT = 0.5  # s
+# ... and, as a simulator running the controller inside its step, the simulated arm runs in lock
+# step with its controller (arm_simulator's lock_step): its figures do not depend on the load.
 
 # setup -> nodes (executable == node name) with their setup-specific parameters
 SETUPS = {
     'gravity_compensation': {'dynamics_controller': {'mode': 'gravity_compensation'}},
     'computed_torque': {'dynamics_controller': {'mode': 'computed_torque'}},
     'wrench_estimation': {'wrench_estimator': {}},
-    'simulated_arm': {'arm_simulator': {'command_timeout': SIMULATED_STATE_TIMEOUT},
+    'simulated_arm': {'arm_simulator': {'command_timeout': SIMULATED_STATE_TIMEOUT,
+                                        'lock_step': True},
                       'dynamics_controller': {'state_timeout': SIMULATED_STATE_TIMEOUT},
                       'wrench_estimator': {'state_timeout': SIMULATED_STATE_TIMEOUT}},
 }

@@ -56,8 +56,8 @@ from robot_dynamics import bringup, run
 
 WAYPOINT_OFFSETS = np.array([0.0, 0.3, -0.2, 0.1, 0.0])  # rad, added to every joint, 1 s apart
 WRENCH = np.array([0.4, -0.3, 0.2, 6.0, -8.0, 12.0])      # moment (N m), force (N), base axes
-# MuJoCo; on a loaded machine, wait up to 0.1 s for a late command (simulated time slows down)
-SIMULATOR = {'engine': 'mujoco', 'command_wait': 0.5}
+# MuJoCo, in the bring-up's lock step with the controller
+SIMULATOR = {'engine': 'mujoco'}
 
 
 def stamp(msg):

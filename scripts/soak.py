@@ -5,7 +5,8 @@
         [--amplitude 0.3] [--segment 1.0] [--push 0] [--command-wait S] [--state-timeout S]
 
 The simulated_arm bring-up runs as processes on loopback DDS (robot_dynamics.run) for
-``duration`` s of the arm's clock (the joint-state stamps; at most 3x that in wall time when the
+``duration`` s of the arm's clock, paced by the wall clock (not in lock step: the soak measures
+real-time behaviour) (the joint-state stamps; at most 3x that in wall time when the
 simulator falls behind); this script sends the controller a back-and-forth trajectory (every
 joint ± ``amplitude`` rad and back, each way in ``segment`` s) 1 s after the previous one ends
 (on the arm's clock), records every effort command (NaN, effort-limit
@@ -197,7 +198,9 @@ def soak(duration=600.0, robot='panda', busy=False, log=print, engine='', plant=
                               'dynamics_controller': {'collision.enable': True,
                                                       'collision.reaction': 'none', **timeout},
                               'wrench_estimator': {'collision.enable': True, **timeout},
-                              'arm_simulator': {'plant.profile': plant,
+                              # real time is what a soak measures: the simulator paced
+                              # by the wall clock, not in lock step with the controller
+                              'arm_simulator': {'plant.profile': plant, 'lock_step': False,
                                                 **({'command_wait': command_wait}
                                                    if command_wait is not None else {})}})
     processes = run.Processes(specs, env, work, output=work)
@@ -246,6 +249,7 @@ def soak(duration=600.0, robot='panda', busy=False, log=print, engine='', plant=
             report['push'] = push_detection(monitor, push, controller['base'], segment,
                                             config['wrench_estimator']['ros__parameters'])
         report.update(engine=engine or 'from the config', plant=plant, command_wait=command_wait,
+                      pacing='wall clock (real time measured), not lock step',
                       state_timeout=state_timeout,
                       trajectory={'amplitude_rad': amplitude, 'segment_s': segment})
     finally:

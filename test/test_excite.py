@@ -78,7 +78,7 @@ def run_excite(ros, cwd, *arguments):
 def arm():
     ros = session()
     launch = ros.launch(bringup.nodes('simulated_arm', robot='panda', overrides={
-        'arm_simulator': {**{k: [v] * 7 for k, v in HIDDEN.items()}, 'command_wait': 0.5}}))
+        'arm_simulator': {**{k: [v] * 7 for k, v in HIDDEN.items()}}}))
     try:
         launch.ready()
         yield ros, launch

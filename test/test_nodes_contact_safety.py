@@ -74,7 +74,7 @@ class Arm(ArmView):
                                                      10)
         self.wrench = self.probe.create_publisher(WrenchStamped, '/arm_simulator/external_wrench',
                                                   10)
-        overrides = {'arm_simulator': {'engine': engine, 'command_wait': 0.5},
+        overrides = {'arm_simulator': {'engine': engine},
                      'dynamics_controller': {**DETECTION, 'collision.reaction': 'stop'},
                      'wrench_estimator': DETECTION}
         self.launch = ros.launch(bringup.nodes('simulated_arm', robot='panda',

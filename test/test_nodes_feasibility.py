@@ -126,7 +126,7 @@ class Arm(ArmView):
             JointTrajectory, '/dynamics_controller/joint_trajectory', 10)
         self.launch = ros.launch(bringup.nodes(
             'simulated_arm', robot='panda', mode='computed_torque',
-            overrides={'arm_simulator': {'engine': engine, 'command_wait': 0.5},
+            overrides={'arm_simulator': {'engine': engine},
                        'dynamics_controller': {'state_timeout': STATE_TIMEOUT}}))
 
     def close(self):

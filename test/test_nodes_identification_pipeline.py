@@ -67,7 +67,7 @@ class Arm(ArmView):
         nodes = {'robot_description': wrong}
         self.launch = ros.launch(bringup.nodes(
             'simulated_arm', robot='panda', mode='computed_torque', overrides={
-                'arm_simulator': {'engine': 'mujoco', 'command_wait': 0.5, **HIDDEN},
+                'arm_simulator': {'engine': 'mujoco', **HIDDEN},
                 'dynamics_controller': nodes, 'wrench_estimator': nodes}))
 
     def wait_until(self, t, timeout=120.0):

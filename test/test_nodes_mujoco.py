@@ -41,9 +41,7 @@ THIRD_POSE = np.array([-0.3, 0.25, 0.2, 0.35, -0.2, 0.3, -0.2])   # offset from 
 WRENCHES = [((0.0, 0.0, 0.0, 6.0, -8.0, 12.0), 'base'),
             ((0.4, -0.3, 0.5, 0.0, 0.0, 0.0), 'base'),
             ((-0.3, 0.2, 0.4, -5.0, 3.0, 7.0), 'tip')]
-# command_wait: on a loaded machine the simulated arm waits up to 0.5 s for a late command
-# (slowing simulated time) rather than stepping on a stale one
-SIMULATOR = {'engine': 'mujoco', 'command_wait': 0.5}
+SIMULATOR = {'engine': 'mujoco'}
 PAYLOAD_MASS = 1.0   # kg, at the tip origin
 G = 9.81
 

@@ -62,7 +62,7 @@ class Arm(ArmView):
     def __init__(self, ros, engine):
         self.probe, self.engine = ros.probe, engine
         specs = bringup.nodes('simulated_arm', robot='ur5e', mode='computed_torque', overrides={
-            'arm_simulator': {**PAYLOAD, 'engine': engine, 'command_wait': 0.5},
+            'arm_simulator': {**PAYLOAD, 'engine': engine},
             'dynamics_controller': CONTROLLER})
         self.specs = [s for s in specs if s.name != 'wrench_estimator']
         self.model = rd.with_payload(rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0'),
@@ -159,9 +159,7 @@ def arrival(run, goal):
     return t[np.argmax(np.abs(q - goal).max(axis=1) < 0.02)]
 
 
-# Both engines. The MuJoCo swings had failed under load averages of 15 (speed / v_max up to 1.53)
-# while the simulator gave up waiting for a stalled controller after 0.1 s and stepped on its
-# stale commands; with command_wait 0.5 s (a lock step up to 0.5 s stalls) they pass.
+# Both engines, in the bring-up's lock step: the figures do not depend on the machine's load.
 @pytest.fixture(scope='module', params=('internal', 'mujoco'))
 def arm(request):
     arm = Arm(session(), request.param)

@@ -48,7 +48,7 @@ class Bringup(ArmView):
         self.wrench = self.probe.create_publisher(WrenchStamped,
                                                   '/arm_simulator/external_wrench', 10)
         specs = bringup.nodes('simulated_arm', robot='panda', overrides={'arm_simulator': {
-            'plant.profile': 'realistic', 'command_wait': 0.5}})
+            'plant.profile': 'realistic'}})
         self.simulator = ros.launch([s for s in specs if s.name == 'arm_simulator'])
         self.specs = [s for s in specs if s.name != 'arm_simulator']
         self.nodes = None

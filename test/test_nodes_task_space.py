@@ -61,7 +61,7 @@ class Arm(ArmView):
         controller = {'mode': 'cartesian_impedance',
                       'cartesian.stiffness': self.stiffness.tolist()}
         self.launch = ros.launch(bringup.nodes('simulated_arm', robot=robot, overrides={
-            'arm_simulator': {'engine': engine, 'command_wait': 0.5},
+            'arm_simulator': {'engine': engine},
             'dynamics_controller': controller}))
 
     def onset(self, since, distance, rest, timeout=10.0):

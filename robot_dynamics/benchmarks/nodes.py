@@ -112,7 +112,7 @@ def targets(work):
                                             'wrench_estimator'), 'wrench_estimator/wrench',
                    WrenchStamped),
             Target('arm_simulator', node('arm_simulator', 'simulated_arm', 'arm_simulator',
-                                         joint_damping=[2.0] * 7), 'joint_states', JointState,
+                                         joint_damping=[2.0] * 7, lock_step=False), 'joint_states', JointState,
                    answered=True)]
 
 

@@ -29,8 +29,14 @@ answering state k within one period acts on the step k -> k+1, as on a 1 kHz rea
 A controller may lag one step; one lagging more is waited for, up to ``command_wait`` (2 ms),
 while commands flow (one came within the last FLOW_WINDOW, 0.1 s, or command_wait if longer):
 on a loaded machine the simulated time then slows down rather than the arm running on stale
-commands. A test that must not see a stalled controller's stale commands sets command_wait to
-the longest stall it tolerates (up to 1 s: the simulator then runs in lock step with it).
+commands. Lock step (``lock_step``, on in the simulated_arm bring-up): once effort commands have
+come, every step waits for the command answering the newest state (the first command received
+after it was published: the controller answers each state with one), however long the
+controller takes, as a simulator that runs the controller inside its step does; the loop then
+depends on the machine's load only in how fast simulated time runs. A controller silent for
+``lock_step_timeout`` (wall time) releases the lock, with a warning, until its next command
+(the command watchdog then acts in simulated time). ``real_time_factor`` caps how fast
+simulated time runs against the wall clock (0: as fast as the loop goes).
 Behind the wall clock, steps run back to back (still taking callbacks once per step); a step
 finished more than a period late counts as an overrun; more than 0.5 s behind, the deadlines
 are re-anchored (a slip: the stamps stay continuous and fall behind the system clock).
@@ -160,6 +166,15 @@ class ArmSimulator(ArmNode):
         Param('command_wait', 0.002, 'double', 'a step is due but the controller lags more than '
               'one step: wait up to this long for its command, s (0: strict wall-clock pacing)',
               range=(0.0, 1.0)),
+        Param('lock_step', False, 'bool', 'once effort commands have come, each step waits for '
+              'the command answering the newest state, however long (lock step with the '
+              'controller; lock_step_timeout releases it)', read_only=True),
+        Param('lock_step_timeout', 1.0, 'double', 'lock step: a controller silent for this '
+              'long, s of wall time, releases the lock until its next command',
+              range=(0.001, 60.0)),
+        Param('real_time_factor', 1.0, 'double', 'the fastest simulated time may run against '
+              'the wall clock (0: as fast as the loop goes)', read_only=True,
+              range=(0.0, 1000.0)),
         Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
               range=(0.1, 3600.0)),
         Param('fast_path', True, 'bool', 'joint_states published pre-serialized (one buffer '
@@ -183,6 +198,9 @@ class ArmSimulator(ArmNode):
         self.clock = 0             # steps simulated: the arm's own clock (t = clock dt)
         self.deadline = math.inf   # the watchdog trips on the step after this one
         self.trips = 0             # times it tripped
+        self.commands = 0          # effort commands taken
+        self.answered = 0          # ... when the newest state was published
+        self.locked = False        # lock step: each step waits for the newest state's answer
         self.publisher = self.create_publisher(JointState, 'joint_states', COMMAND_QOS)
         self.clock_publisher = self.create_publisher(Clock, '/clock', CLOCK_QOS) \
             if self.values['publish_clock'] else None
@@ -293,6 +311,8 @@ class ArmSimulator(ArmNode):
                                       f'values, got {tau.tolist()}', throttle_duration_sec=1.0)
             return
         self.commanded_at = time.monotonic()
+        self.commands += 1
+        self.locked = self.values['lock_step']
         self.deadline = self.clock + self.config.timeout_steps
         self.loop_latency.add(self.commanded_at - self.published_at)
         self.tau, clamped = clamp_effort(self.arm.to_model(tau), self.arm.model.effort_limit)
@@ -419,6 +439,7 @@ class ArmSimulator(ArmNode):
     def publish(self, stamp):
         self.previous_published_at, self.published_at = self.published_at, time.monotonic()
         self.stamp = sec, nanosec = divmod(int(round(stamp * 1e9)), 10**9)
+        self.answered = self.commands
         self.publish_clock(sec, nanosec)
         q, v, effort = self.plant.sense(self.engine.q, self.engine.v, self.effort)
         if self.writer is not None:
@@ -449,7 +470,7 @@ class ArmSimulator(ArmNode):
             if stopped():
                 return
             executor.spin_once(timeout_sec=0.1)
-        pace = Pace(self.dt)
+        pace = Pace(self.dt, self.values['real_time_factor'])
         self.publish(pace.stamp())
         next_report = time.monotonic() + 1.0
         next_log = time.monotonic() + self.values['log_period']
@@ -467,21 +488,42 @@ class ArmSimulator(ArmNode):
                     self.get_logger().info(', '.join(f'{k} {v}' for k, v in report.items()))
 
     def wait_for_step(self, executor, pace):
-        """Take callbacks until the next step is due.
+        """Take callbacks until the next step is due (at least one round of them per step).
 
-        A step is due when its deadline has passed and a command has come since the state
+        A step is due when its deadline has passed and, in lock step, the newest state has been
+        answered (``wait_for_answer``); otherwise, when a command has come since the state
         before the newest one (the controller may lag one step, not more), or ``command_wait``
-        has passed, or no commands flow (braked, or none for ``flow_window``). At least one round of
-        callbacks per step.
+        has passed, or no commands flow (braked, or none for ``flow_window``).
         """
         executor.spin_once(timeout_sec=max(pace.remaining(), 0.0))
         while (remaining := pace.remaining()) > 0:
             executor.spin_once(timeout_sec=remaining)
+        if self.values['lock_step']:
+            self.wait_for_answer(executor)
+            return
         wait = self.values['command_wait']
         give_up, flow_window = time.monotonic() + wait, max(FLOW_WINDOW, wait)
         while (self.commanded_at < self.previous_published_at and not self.braked
                and time.monotonic() - self.commanded_at < flow_window
                and (left := give_up - time.monotonic()) > 0):
+            executor.spin_once(timeout_sec=left)
+
+    def wait_for_answer(self, executor):
+        """Lock step: until a command has come since the newest state was published.
+
+        A controller silent for lock_step_timeout releases the lock until its next command.
+        """
+        give_up = time.monotonic() + self.values['lock_step_timeout']
+        while self.locked and not self.braked and self.commands == self.answered:
+            left = give_up - time.monotonic()
+            if left <= 0:
+                self.locked = False
+                self.get_logger().warning(
+                    f"lock step released: no effort command answered the state stamped "
+                    f"{self.stamp[0] + 1e-9 * self.stamp[1]:.3f} within lock_step_timeout "
+                    f"{self.values['lock_step_timeout']} s; the arm runs on until the "
+                    f"controller commands again")
+                return
             executor.spin_once(timeout_sec=left)
 
     def publish_diagnostics(self, report):
@@ -497,15 +539,17 @@ class ArmSimulator(ArmNode):
 
 
 class Pace:
-    """Deadlines w₀ + k dt on the monotonic clock, stamps t₀ + k dt, and their statistics.
+    """Deadlines w₀ + k dt / real_time_factor on the monotonic clock (none at factor 0),
+    stamps t₀ + k dt, and their statistics.
 
     The stamps are simulated time, anchored at the system clock at start. Behind the wall clock
     the steps run back to back; more than SLIP behind, the deadlines (not the stamps) are
     re-anchored, counted as a slip.
     """
 
-    def __init__(self, dt):
+    def __init__(self, dt, factor=1.0):
         self.dt, self.k = dt, 0
+        self.period = dt / factor if factor else 0.0   # wall time per step (0: unpaced)
         self.wall0, self.stamp0 = time.monotonic(), time.time()
         self.overruns = self.slips = 0
         self.worst = 0.0
@@ -513,15 +557,15 @@ class Pace:
 
     def remaining(self):
         """Wall time until the deadline of the next step, s (negative: late)."""
-        return self.wall0 + (self.k + 1) * self.dt - time.monotonic()
+        return self.wall0 + (self.k + 1) * self.period - time.monotonic()
 
     def tick(self):
         """Step k -> k+1 done: count it as an overrun if it finished a period late."""
         lateness = -self.remaining()
         self.worst = max(self.worst, lateness)
-        if lateness > self.dt:
+        if self.period and lateness > self.period:
             self.overruns += 1
-        if lateness > SLIP:
+        if self.period and lateness > SLIP:
             self.slips += 1
             self.wall0 += lateness
         self.k += 1

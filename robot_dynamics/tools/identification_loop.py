@@ -227,7 +227,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix='identification_loop_') as work:
         env = run.loopback_environment(domain, work)
         specs = bringup.nodes('simulated_arm', robot='panda', engine=args.engine, overrides={
-            'arm_simulator': {'plant.profile': args.profile, 'command_wait': 0.5,
+            'arm_simulator': {'plant.profile': args.profile,
                               **run.parse_overrides(f'arm_simulator:{x}' for x in args.set)
                               .get('arm_simulator', {})}})
         processes = run.Processes(specs, env, work, output=work)
