@@ -58,7 +58,7 @@ class Run(ArmView):
         return np.sqrt(np.mean(error ** 2)), np.abs(error).max()
 
     def close(self):
-        codes = self.launch.stop()
+        codes = self.launch.processes.stop(timeout=20.0)
         self.probe.stop_recording(self.states, self.commands)
         self.probe.remove_publishers(self.trajectory)
         assert set(codes.values()) == {0}, self.launch.logs()

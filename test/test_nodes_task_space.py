@@ -58,7 +58,9 @@ class Arm(ArmView):
         self.wrench = self.probe.create_publisher(WrenchStamped,
                                                   '/arm_simulator/external_wrench', 10)
         self.stiffness = STIFFNESS[robot]
-        controller = {'mode': 'cartesian_impedance',
+        # K e = F is the stiffness asked for when no mode is lowered by max_frequency (the
+        # UR5e's 57 rad/s mode at q0 would be): no limit here, in lock step the loop has no delay
+        controller = {'mode': 'cartesian_impedance', 'cartesian.max_frequency': float('inf'),
                       'cartesian.stiffness': self.stiffness.tolist()}
         self.launch = ros.launch(bringup.nodes('simulated_arm', robot=robot, overrides={
             'arm_simulator': {'engine': engine},

@@ -95,7 +95,10 @@ class TaskSpaceLaw:
     (translation m, rotation rad) clips |e| per part; ``max_velocity`` (m/s, rad/s) saturates the
     velocity the spring asks for, v = ẋ_d + D⁺ K e, per part (Khatib 1987's velocity limit:
     K e + D ė = D (v − ẋ) unsaturated). ``singular_damping`` and ``singular_cutoff`` make Λ
-    robust (robust_inverse); ``condition`` holds κ(J M⁻¹ Jᵀ) of the last call. A call is one
+    robust (robust_inverse). ``max_frequency`` ω_max (rad/s, inf: none) bounds every mode of
+    the closed loop: a mode of Λ ë + D ė + K e = 0 faster than ω_max gets the stiffness
+    λ ω_max² instead (task_law.modal_gains), so that a late state costs it at most a phase of
+    ω_max times the delay. ``condition`` holds κ(J M⁻¹ Jᵀ) of the last call. A call is one
     compiled kernel (algorithms/task_law.py) on the constants packed once (``constants``).
     """
 
@@ -103,13 +106,14 @@ class TaskSpaceLaw:
 
     def __init__(self, model, stiffness, damping_ratio=1.0, frame=None, nullspace_stiffness=0.0,
                  nullspace_damping=0.0, posture=None, max_error=INF2, max_velocity=INF2,
-                 singular_damping=0.0, singular_cutoff=1e-6):
+                 singular_damping=0.0, singular_cutoff=1e-6, max_frequency=np.inf):
         self._model, self._data = model, Data(model)
         self.frame = model.tip if frame is None else frame
         self.stiffness, self.damping_ratio = stiffness, damping_ratio
         self.nullspace_stiffness, self.nullspace_damping = nullspace_stiffness, nullspace_damping
         self.posture, self.max_error, self.max_velocity = posture, max_error, max_velocity
         self.singular_damping, self.singular_cutoff = singular_damping, singular_cutoff
+        self.max_frequency = max_frequency
         self.condition = np.nan
         self._packed = None
 
@@ -199,6 +203,17 @@ class TaskSpaceLaw:
     def singular_cutoff(self, cutoff):
         self._singular_cutoff = cutoff_value(cutoff)
 
+    @property
+    def max_frequency(self):
+        return self._max_frequency
+
+    @max_frequency.setter
+    def max_frequency(self, frequency):
+        frequency = float(frequency)
+        if not frequency > 0:
+            raise ValueError(f'max_frequency must be > 0 rad/s (inf: no limit), got {frequency}')
+        self._max_frequency = frequency
+
     def __setattr__(self, name, value):
         """Setting a parameter drops the packed constants (``constants``)."""
         super().__setattr__(name, value)
@@ -211,7 +226,8 @@ class TaskSpaceLaw:
             m = self._model
             gains = np.concatenate([self._stiffness, [self._damping_ratio], self._max_error,
                                     self._max_velocity, [self._singular_damping,
-                                                         self._singular_cutoff]])
+                                                         self._singular_cutoff,
+                                                         self._max_frequency]])
             posture = np.zeros(m.nv) if self._posture is None else self._posture
             joint_gains_ = np.array([self._nullspace_stiffness, self._nullspace_damping, posture,
                                      m.continuous], dtype=float)

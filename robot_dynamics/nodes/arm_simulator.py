@@ -91,6 +91,7 @@ import robot_dynamics as rd
 from robot_dynamics.core.control import clamp_effort
 from robot_dynamics.simulation import ENGINES, simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
+from robot_dynamics.simulation.timing_faults import Faults, TimingFaults
 
 from .cdr import JointStateWriter, read_float64_array, serialized_time
 from .diagnostics import Percentiles
@@ -120,6 +121,7 @@ class Config:
     urdf: str = None        # the plant's URDF (plant_parameters.plant_urdf)
     plant: object = None    # simulation.plant.Plant: delay, extra friction, sensors
     timeout_steps: float = math.inf   # command_timeout in steps (inf: no watchdog)
+    faults: Faults = Faults()   # timing faults on the way to the controller
 
     def same_arm(self, other):
         """Whether an engine built for ``other`` simulates this arm (damping, payload, joints)."""
@@ -175,6 +177,22 @@ class ArmSimulator(ArmNode):
         Param('real_time_factor', 1.0, 'double', 'the fastest simulated time may run against '
               'the wall clock (0: as fast as the loop goes)', read_only=True,
               range=(0.0, 1000.0)),
+        Param('faults.delay', 0.0, 'double', 'timing faults (docs/arm_simulator.md): every '
+              'joint state reaches the controller this long after it was sensed, s',
+              read_only=True, range=(0.0, 1.0)),
+        Param('faults.jitter', 0.0, 'double', 'timing faults: plus a uniform random delay up '
+              'to this long, s (states keep their order)', read_only=True, range=(0.0, 1.0)),
+        Param('faults.drop', 0.0, 'double', 'timing faults: probability that a joint state is '
+              'lost', read_only=True, range=(0.0, 0.99)),
+        Param('faults.bunch', 1, 'integer', 'timing faults: joint states go out this many at '
+              'a time (1: each when due)', read_only=True, range=(1, 1000)),
+        Param('faults.stall', 0.0, 'double', 'timing faults: no joint states for this long, '
+              's, every faults.stall_period; then the newest (0: none)', read_only=True,
+              range=(0.0, 10.0)),
+        Param('faults.stall_period', 1.0, 'double', 'timing faults: simulated time between '
+              'stall starts, s', read_only=True, range=(0.001, 3600.0)),
+        Param('faults.seed', 0, 'integer', 'timing faults: seed of their random draws',
+              read_only=True),
         Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
               range=(0.1, 3600.0)),
         Param('fast_path', True, 'bool', 'joint_states published pre-serialized (one buffer '
@@ -200,6 +218,8 @@ class ArmSimulator(ArmNode):
         self.trips = 0             # times it tripped
         self.commands = 0          # effort commands taken
         self.answered = 0          # ... when the newest state was published
+        self.awaiting = False      # a state went out at the newest step: its answer is due
+        self.faults = None         # TimingFaults, if any
         self.locked = False        # lock step: each step waits for the newest state's answer
         self.publisher = self.create_publisher(JointState, 'joint_states', COMMAND_QOS)
         self.clock_publisher = self.create_publisher(Clock, '/clock', CLOCK_QOS) \
@@ -233,9 +253,15 @@ class ArmSimulator(ArmNode):
             except ImportError as error:
                 raise ConfigError(str(error)) from None
         timeout = values['command_timeout']
+        try:
+            faults = Faults(**{k: values[f'faults.{k}'] for k in (
+                'delay', 'jitter', 'drop', 'bunch', 'stall', 'stall_period', 'seed')})
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
         return Config(damping, initial, arm.model, arm.payload, profiles.profile(values, arm),
                       plant=make_plant(values, arm, initial, self.dt),
-                      timeout_steps=max(1, round(timeout / self.dt)) if timeout else math.inf)
+                      timeout_steps=max(1, round(timeout / self.dt)) if timeout else math.inf,
+                      faults=faults)
 
     def _build(self, values, urdf):
         """The simulated arm is the plant: the profile's values on the plant's URDF."""
@@ -257,6 +283,7 @@ class ArmSimulator(ArmNode):
                           payload=config.payload, end_stops=self.values['end_stops'])
         if self.engine is None:
             self.plant = config.plant   # plant.* are read-only: its delay line and RNG stay
+            self.faults = TimingFaults(config.faults, self.dt) if config.faults.any else None
             self.tau = np.zeros(m.nv)       # clamped command, model order
             self.effort = np.zeros(m.nv)    # reported joint torque, joints order
             self.sensed_effort = np.zeros(m.nv)   # the same in model order (sensed_step's)
@@ -439,9 +466,18 @@ class ArmSimulator(ArmNode):
     def publish(self, stamp):
         self.previous_published_at, self.published_at = self.published_at, time.monotonic()
         self.stamp = sec, nanosec = divmod(int(round(stamp * 1e9)), 10**9)
-        self.answered = self.commands
         self.publish_clock(sec, nanosec)
-        q, v, effort = self.plant.sense(self.engine.q, self.engine.v, self.effort)
+        sensed = self.plant.sense(self.engine.q, self.engine.v, self.effort)
+        states = [(sec, nanosec, *sensed)] if self.faults is None else \
+            self.faults.due(self.clock, (sec, nanosec, *(np.array(x) for x in sensed)))
+        self.awaiting = bool(states)
+        if states:
+            self.answered = self.commands
+        for state in states:
+            self.publish_state(*state)
+
+    def publish_state(self, sec, nanosec, q, v, effort):
+        """One joint state: bytes or a message."""
         if self.writer is not None:
             self.publisher.publish(self.writer.serialized(sec, nanosec, q, v, effort))
             return
@@ -475,7 +511,7 @@ class ArmSimulator(ArmNode):
         next_report = time.monotonic() + 1.0
         next_log = time.monotonic() + self.values['log_period']
         while not stopped():
-            self.wait_for_step(executor, pace)
+            self.wait_for_step(executor, pace, stopped)
             self.step()
             pace.tick()
             self.publish(pace.stamp())
@@ -487,7 +523,7 @@ class ArmSimulator(ArmNode):
                     next_log += self.values['log_period']
                     self.get_logger().info(', '.join(f'{k} {v}' for k, v in report.items()))
 
-    def wait_for_step(self, executor, pace):
+    def wait_for_step(self, executor, pace, stopped=bool):
         """Take callbacks until the next step is due (at least one round of them per step).
 
         A step is due when its deadline has passed and, in lock step, the newest state has been
@@ -499,7 +535,7 @@ class ArmSimulator(ArmNode):
         while (remaining := pace.remaining()) > 0:
             executor.spin_once(timeout_sec=remaining)
         if self.values['lock_step']:
-            self.wait_for_answer(executor)
+            self.wait_for_answer(executor, stopped)
             return
         wait = self.values['command_wait']
         give_up, flow_window = time.monotonic() + wait, max(FLOW_WINDOW, wait)
@@ -508,13 +544,15 @@ class ArmSimulator(ArmNode):
                and (left := give_up - time.monotonic()) > 0):
             executor.spin_once(timeout_sec=left)
 
-    def wait_for_answer(self, executor):
+    def wait_for_answer(self, executor, stopped):
         """Lock step: until a command has come since the newest state was published.
 
-        A controller silent for lock_step_timeout releases the lock until its next command.
+        A controller silent for lock_step_timeout releases the lock until its next command;
+        a stop request (``stopped()``) ends the wait.
         """
         give_up = time.monotonic() + self.values['lock_step_timeout']
-        while self.locked and not self.braked and self.commands == self.answered:
+        while self.locked and self.awaiting and not self.braked and \
+                self.commands == self.answered and not stopped():
             left = give_up - time.monotonic()
             if left <= 0:
                 self.locked = False
@@ -524,7 +562,7 @@ class ArmSimulator(ArmNode):
                     f"{self.values['lock_step_timeout']} s; the arm runs on until the "
                     f"controller commands again")
                 return
-            executor.spin_once(timeout_sec=left)
+            executor.spin_once(timeout_sec=min(left, 0.1))
 
     def publish_diagnostics(self, report):
         report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report}
@@ -539,8 +577,9 @@ class ArmSimulator(ArmNode):
 
 
 class Pace:
-    """Deadlines w₀ + k dt / real_time_factor on the monotonic clock (none at factor 0),
-    stamps t₀ + k dt, and their statistics.
+    """Deadlines w₀ + k dt / real_time_factor on the monotonic clock, stamps t₀ + k dt.
+
+    At real_time_factor 0 there are no deadlines. It keeps the pacing's statistics.
 
     The stamps are simulated time, anchored at the system clock at start. Behind the wall clock
     the steps run back to back; more than SLIP behind, the deadlines (not the stamps) are

@@ -91,6 +91,17 @@ class ArmNode(Node):
             return self.get_clock().now().nanoseconds * 1e-9
         return time.monotonic()
 
+    def timeless(self):
+        """Under use_sim_time before the first /clock (rclpy's time 0): states wait for it.
+
+        A state taken then would be timed at 0, and the first /clock would make it look
+        seconds old (a false state timeout).
+        """
+        if self.sim_time and not self.get_clock().now().nanoseconds:
+            self.warn('use_sim_time: joint states ignored until the first /clock message')
+            return True
+        return False
+
     def clock_time(self):
         """The node's clock, s since the epoch: what a joint state's stamp compares with."""
         if self.sim_time:

@@ -66,6 +66,11 @@ PARAMS = (
     Param('cartesian.max_velocity', [INF, INF], 'double[]', 'the spring asks for at most '
           '[m/s, rad/s] through the damping, v = D^-1 K e clipped (> 0; .inf: no limit; needs '
           'damping_ratio > 0); for free motion only: it also caps the force held at rest'),
+    Param('cartesian.max_frequency', 50.0, 'double', 'every mode of the task-space loop at '
+          'most at this natural frequency, rad/s: a faster mode (a light wrist under a stiff '
+          'rotational spring) gets the stiffness its inertia times this squared; 50: stable '
+          'with states up to about 11 ms late (docs/timing_faults.md; .inf: no limit)',
+          range=(1.0, float('inf'))),
     Param('cartesian.coriolis_compensation', False, 'bool', 'cartesian_impedance adds C(q, '
           'qdot) qdot and the model friction (false: only g(q), the passive law)'),
     Param('operational_space.inertia_shaping', True, 'bool', 'operational_space shapes the '
@@ -112,7 +117,8 @@ def configure(values, arm):
                   posture=(arm.per_joint(values, 'nullspace.posture')
                            if len(values['nullspace.posture']) else None),
                   max_error=limits(values, 'cartesian.max_error'),
-                  max_velocity=limits(values, 'cartesian.max_velocity'))
+                  max_velocity=limits(values, 'cartesian.max_velocity'),
+                  max_frequency=values['cartesian.max_frequency'])
     shaping = values['operational_space.inertia_shaping']
     K = stiffness(values, 'cartesian.stiffness')
     K_shaped = stiffness(values, 'operational_space.stiffness')

@@ -184,11 +184,12 @@ class WrenchEstimator(ArmNode):
 
     def on_joint_state(self, msg):
         """A deserialized JointState (the plain path): the outputs go out as messages."""
-        self.on_state(self.reader.read_stamped, msg, False)
+        if not self.timeless():
+            self.on_state(self.reader.read_stamped, msg, False)
 
     def on_serialized_joint_state(self, data):
         """A JointState's CDR bytes (the fast path): the outputs go out serialized."""
-        if not self.run_cycle(data):
+        if not self.timeless() and not self.run_cycle(data):
             self.on_state(self.reader.read_cdr, data, True)
 
     def run_cycle(self, data):

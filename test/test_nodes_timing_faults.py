@@ -1,0 +1,143 @@
+"""Timing faults over DDS: every mode stays stable with late, lost, bunched, stalled states.
+
+The simulated_arm bring-up (lock step, the controller on /clock), its simulator with
+``faults.*`` (simulation.timing_faults): each joint state reaches the controller 1-5 ms after
+it was sensed (1 ms plus up to 4 ms of jitter), 5 % are lost, they go out two at a time, and
+every second nothing comes for 50 ms, then the newest. The arm moves on meanwhile with the
+last command. Per mode, on the Panda and the UR5e (nominal plant, internal engine):
+
+- gravity compensation: the released arm floats, drift < 1e-3 rad over 2.5 s;
+- computed torque: holds through two stalls, then a 0.1 rad step on every joint in 1 s: error
+  0.5-0.9 s after it < 1e-3 rad;
+- Cartesian impedance and operational space: the tip holds within 1 mm through two stalls,
+  then a 10 N push for 1 s; 1.5 s after it the tip is back within 1 mm.
+
+In every run: no command reached an effort limit (the controller's ``clamped_commands``, 0 as
+in a run without faults), the state timeout never fired (state_timeout 0.5 s against 50 ms
+stalls), and the faults were there: the controller saw states 4 ms old or older
+(``state_age_max_us``), the states had 50 ms gaps. The
+tolerated delays per mode, beyond these faults: docs/timing_faults.md. About 15 s per case.
+"""
+import numpy as np
+import pytest
+from diagnostic_msgs.msg import DiagnosticArray
+from geometry_msgs.msg import WrenchStamped
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+from trajectory_msgs.msg import JointTrajectory
+
+import robot_dynamics as rd
+from robot_dynamics import bringup
+from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
+from ros_harness import BEST_EFFORT, ArmView, session
+
+FAULTS = {'faults.delay': 0.001, 'faults.jitter': 0.004, 'faults.drop': 0.05,
+          'faults.bunch': 2, 'faults.stall': 0.05, 'faults.stall_period': 1.0,
+          'faults.seed': 1}
+MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'operational_space')
+CASES = [(robot, mode) for robot in ('panda', 'ur5e') for mode in MODES]
+HOLD = 2.5    # s, through two stalls
+PUSH = 10.0   # N, along -z of the base
+
+
+class Arm(ArmView):
+    """One bring-up with timing faults, without the estimator."""
+
+    def __init__(self, ros, robot, mode):
+        self.probe, self.mode = ros.probe, mode
+        sim = bringup.load_config(bringup.config_file(f'{robot}.yaml'))['arm_simulator'][
+            'ros__parameters']
+        self.joints, self.q0 = sim['joints'], np.array(sim['initial_position'])
+        self.model = rd.load_urdf(rd.robot_urdf(robot), sim['base'], sim['tip'])
+        self.states = self.probe.record(JointState, 'joint_states', BEST_EFFORT)
+        self.commands = self.probe.record(Float64MultiArray, 'effort_controller/commands')
+        self.diagnostics = self.probe.record(DiagnosticArray, '/diagnostics')
+        self.trajectory = self.probe.create_publisher(
+            JointTrajectory, '/dynamics_controller/joint_trajectory', 10)
+        self.wrench = self.probe.create_publisher(WrenchStamped,
+                                                  '/arm_simulator/external_wrench', 10)
+        specs = bringup.nodes('simulated_arm', robot=robot, mode=mode,
+                              overrides={'arm_simulator': FAULTS})
+        self.launch = ros.launch([s for s in specs if s.name != 'wrench_estimator'])
+
+    def q(self, since, until):
+        return self.joint_arrays(self.model.joint_names, since, until, least=10)
+
+    def tip(self, since, until):
+        """Tip positions (k, 3) in [since, until]."""
+        return rd.frame_pose(self.model, self.q(since, until)[1], self.model.tip)[:, :3, 3]
+
+    def tip_at(self, t):
+        """The tip position of the newest state stamped by t (the probe may miss some)."""
+        self.wait_until(t)
+        _, q = self.joint_arrays(self.model.joint_names, t - 0.3, t)
+        return rd.frame_pose(self.model, q[-1], self.model.tip)[:3, 3]
+
+    def controller(self):
+        """The controller's newest /diagnostics values."""
+        self.diagnostics.wait_for_more(2, timeout=30)
+        status = [s for m in list(self.diagnostics.messages) for s in m.status
+                  if s.name.startswith('dynamics_controller')][-1]
+        return {kv.key: kv.value for kv in status.values}
+
+    def close(self):
+        codes = self.launch.processes.stop(timeout=20.0)
+        self.probe.stop_recording(self.states, self.commands, self.diagnostics)
+        self.probe.remove_publishers(self.trajectory, self.wrench)
+        assert set(codes.values()) == {0}, self.launch.logs()
+
+
+@pytest.fixture(params=CASES, ids=[f'{r}-{m}' for r, m in CASES])
+def arm(request):
+    arm = Arm(session(), *request.param)
+    try:
+        arm.launch.ready()
+        assert arm.commands.wait(1, timeout=30), arm.launch.logs()
+        arm.probe.stop_recording(arm.commands)
+        arm.probe.wait_for_subscribers(arm.trajectory)
+        arm.probe.wait_for_subscribers(arm.wrench)
+        arm.released = arm.now()
+        yield arm
+    finally:
+        arm.close()
+
+
+def test_every_mode_holds_through_timing_faults(arm):
+    start, end = arm.released, arm.released + HOLD
+    arm.wait_until(end)
+    if arm.mode in ('gravity_compensation', 'computed_torque'):
+        _, q = arm.q(start, end)
+        hold = np.abs(q - q[0]).max()
+        assert hold < 1e-3, f'{arm.mode}: moved {hold:.2e} rad while holding'
+    else:
+        tip = arm.tip(start, end)
+        hold = np.linalg.norm(tip - tip[0], axis=1).max()
+        assert hold < 1e-3, f'{arm.mode}: the tip moved {hold * 1e3:.3f} mm while holding'
+    if arm.mode == 'computed_torque':
+        _, q = arm.q(end - 0.05, end)
+        goal = q[-1] + 0.1
+        t0 = arm.now() + 0.2
+        order = [arm.model.joint_names.index(j) for j in arm.joints]
+        arm.trajectory.publish(trajectory_message(arm.joints, t0, [1.0], [goal[order]],
+                                                  np.zeros((1, len(order)))))
+        arm.wait_until(t0 + 1.9)
+        _, q = arm.q(t0 + 1.5, t0 + 1.9)
+        after = np.abs(q - goal).max()
+        assert after < 1e-3, \
+            f"steady error {after:.2e} rad\n{arm.launch.log('dynamics_controller')}"
+    elif arm.mode != 'gravity_compensation':
+        rest = arm.tip_at(end)
+        pushed = arm.now()
+        arm.wrench.publish(wrench_message(arm.model.base, [0, 0, 0, 0, 0, -PUSH]))
+        moved = np.linalg.norm(arm.tip_at(pushed + 1.0) - rest)
+        arm.wrench.publish(wrench_message(arm.model.base, [0, 0, 0, 0, 0, 0]))
+        after = np.linalg.norm(arm.tip_at(arm.now() + 1.5) - rest)
+        assert moved > 2e-3, f'the push moved the tip only {moved * 1e3:.2f} mm'
+        assert after < 1e-3, f'the tip came back to {after * 1e3:.3f} mm from its rest'
+    values = arm.controller()
+    print(f'{arm.mode}: held within {hold:.2e}; controller {values}')
+    assert values['clamped_commands'] == '0' and values['timeouts'] == '0', \
+        f"{values}\n{arm.launch.log('dynamics_controller')}"
+    assert float(values['state_age_max_us']) >= 4e3, values   # the delays were seen
+    t, _ = arm.q(start, end)
+    assert np.diff(t).max() >= FAULTS['faults.stall'] - 1e-6   # and the stalls
