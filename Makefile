@@ -7,7 +7,7 @@ VENV := $(if $(filter jazzy,$(ROS_DISTRO)),.venv-jazzy,.venv)
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest -q --timeout=300
 
-.PHONY: all venv demo test test-nojit bench bench-nodes lint colcon clean
+.PHONY: all venv demo test test-nojit docs bench bench-nodes lint colcon clean
 all: test
 
 venv:
@@ -25,6 +25,11 @@ test: venv
 test-nojit: venv
 	@NUMBA_DISABLE_JIT=1 $(PYTEST) -m nojit test; rc=$$?; \
 	[ $$rc -ne 5 ] || echo "make test-nojit: no test is marked nojit" >&2; exit $$rc
+
+# The manual (doc/, Sphinx) into build/doc, warnings as errors; make test builds it the same way
+# (test/test_docs.py), so a docs warning fails CI.
+docs: venv
+	$(PY) -m sphinx -W --keep-going -q -b html doc build/doc
 
 lint: venv
 	$(PYTEST) -m linter test

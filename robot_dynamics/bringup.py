@@ -2,7 +2,7 @@
 
 Both launch/*.launch.py (through ``launch_description``) and the pip-environment runner
 (robot_dynamics.run) render it. Both end the whole bring-up when any of its nodes ends, with a
-non-zero status unless that node exited 0 (``on_node_exit``; docs/stopping.md).
+non-zero status unless that node exited 0 (``on_node_exit``; doc/guides/stopping.md).
 
 Every node gets ``config/<robot>.yaml`` or the ``config`` given (``/**/<node>: ros__parameters:``
 sections, which match the node in any namespace) and then the inline parameters of its NodeSpec:

@@ -6,7 +6,7 @@ import pytest
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # Empty folders are not in a git clone: check the paths that exist.
-PATHS = [str(REPO / p) for p in ('robot_dynamics', 'test', 'launch', 'setup.py')
+PATHS = [str(REPO / p) for p in ('robot_dynamics', 'test', 'launch', 'doc', 'setup.py')
          if (REPO / p).exists()]
 
 

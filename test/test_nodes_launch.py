@@ -186,7 +186,7 @@ def test_any_node_that_ends_ends_the_bringup(launch_stub, path):
     """on_exit of every node: raise (launch's status 1) unless it exited 0 or launch stops.
 
     launch's LaunchService.run returns 1 for an exception in an event handler; it returns 0
-    after a Shutdown event, whatever the processes' exit codes (docs/stopping.md).
+    after a Shutdown event, whatever the processes' exit codes (doc/guides/stopping.md).
     """
     _, nodes = rendered_nodes(path, {'namespace': 'left'})
     for node in nodes:

@@ -2,7 +2,7 @@
 
 example-robot-data's UR10 (ur10_robot.urdf, the whole tree from 'world': no base, no tip) is
 given to each node in a file holding only ``robot_description`` and, for the controller,
-``mode`` (docs/minimal_parameters.md), as a new user would start it. Gravity compensation
+``mode`` (doc/guides/minimal_parameters.md), as a new user would start it. Gravity compensation
 answers a joint state with τ = g(q), computed torque with its default gains (ω = 20 rad/s,
 ζ = 1: kp = ω², kd = 2 ζ ω) τ = rnea(q, q̇, kp e − kd q̇), the estimator publishes the external
 joint torques (and no wrench: it has no tip), all checked against Pinocchio on the same file.

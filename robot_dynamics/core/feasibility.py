@@ -211,7 +211,7 @@ def trajectory_violations(model, trajectory, acceleration_limit=None, effort=Tru
     """Every joint's worst excursion beyond its position, velocity, acceleration, effort limit.
 
     Limits: model.lower/upper, model.velocity_limit, `acceleration_limit` (scalar or (nv,),
-    None: none), model.effort_limit against rnea along the path (`effort`=False: skipped).
+    None: none), model.effort_limit against rnea along the path (``effort=False``: skipped).
     Returns a list of Violation, sorted by time; empty when the arm can follow the trajectory.
     """
     if trajectory.nv != model.nv:

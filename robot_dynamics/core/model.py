@@ -230,7 +230,7 @@ def _body_table(model):
     table[:, BODY_COULOMB_VELOCITY] = model.coulomb_velocity
     table[:, BODY_STICTION] = model.stiction
     table[:, BODY_STRIBECK_VELOCITY] = model.stribeck_velocity
-    return table   # writable: numba types a read-only array on a slow path (~0.1 µs a call)
+    return table   # writable: numba types a read-only array on a slow path (a cost on every call)
 
 
 def _joint_coefficients(model, name):

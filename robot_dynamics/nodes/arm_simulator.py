@@ -1,79 +1,10 @@
 """arm_simulator: a simulated arm driven by effort commands, paced by the wall clock.
 
-Engine (``engine``, robot_dynamics.simulation.make_engine): ``internal`` integrates
-robot_dynamics' own forward dynamics, ``mujoco`` MuJoCo on the same URDF (an independent physics
-engine: a loop closed through it cannot hide a mistake shared with our dynamics). Both take one
-classical RK4 step of dt = 1/``rate`` per state, with τ = clamp(command, URDF limits) and the
-external wrench held over the step (zero-order hold), and viscous ``joint_damping`` D.
-The simulated arm carries the ``payload.*`` parameters and its true joint terms, ``armature`` and
-``friction.*`` (changing any of them rebuilds the engine at the current state): with a
-controller that doesn't have them, the model mismatch of a real arm. Its inertias are the URDF's
-(the simulator takes no ``inertial_parameters``), or the plant's (``plant.*``,
-robot_dynamics.simulation.plant and nodes.plant_parameters: a second or perturbed URDF, stiction
-and sigmoid friction, command delay, sensor quantisation, noise and offset; ``plant.profile``).
-
-Timing: step k is published with stamp t₀ + k dt, simulated time anchored at the system clock
-at start: the stamps are the arm's clock, as a robot driver's are. With ``publish_clock``
-(default on) the same time goes out on /clock (rosgraph_msgs/Clock, best effort, depth 1 as
-rclpy's and rclcpp's /clock subscriptions take it) at every step, just before the state: nodes
-with ``use_sim_time`` then run on the simulated time, equal to the newest state's stamp, and
-time stands still for them while the simulator does. Every step, not a lower rate: a node's
-timeouts, rate-limit Δt and windows then resolve the states' own step, with no lag of up to a
-clock period behind their stamps; a /clock message is 8 bytes of CDR payload published as bytes,
-about half the cost of the step's joint state (measured, rclpy 9, loaded 2-core machine: 3 µs
-against 6 with no subscriber, 11 against 26 with one); each subscribing node pays one small
-callback per step. The simulator itself runs on the wall clock
-(its pacing and figures below), whatever its own ``use_sim_time``.
-Between steps the node processes its callbacks until the next wall-clock deadline, so a command
-answering state k within one period acts on the step k -> k+1, as on a 1 kHz real-time arm.
-A controller may lag one step; one lagging more is waited for, up to ``command_wait`` (2 ms),
-while commands flow (one came within the last FLOW_WINDOW, 0.1 s, or command_wait if longer):
-on a loaded machine the simulated time then slows down rather than the arm running on stale
-commands. Lock step (``lock_step``, on in the simulated_arm bring-up): once effort commands have
-come, every step waits for the command answering the newest state (the first command received
-after it was published: the controller answers each state with one), however long the
-controller takes, as a simulator that runs the controller inside its step does; the loop then
-depends on the machine's load only in how fast simulated time runs. A controller silent for
-``lock_step_timeout`` (wall time) releases the lock, with a warning, until its next command
-(the command watchdog then acts in simulated time). ``real_time_factor`` caps how fast
-simulated time runs against the wall clock (0: as fast as the loop goes).
-Behind the wall clock, steps run back to back (still taking callbacks once per step); a step
-finished more than a period late counts as an overrun; more than 0.5 s behind, the deadlines
-are re-anchored (a slip: the stamps stay continuous and fall behind the system clock).
-/diagnostics (1 Hz) and the log (``log_period``) give the real-time factor, overruns, slips and
-the loop latency: state published -> next effort command received.
-
-Brakes (``brakes``, default on): the arm holds ``initial_position`` until the first command.
-Command watchdog (``command_timeout``, simulated time, docs/arm_simulator.md): when no effort
-command has come for that long after one did (a controller killed, stalled or cut off), the
-simulated drive stops applying the last one and stops the arm itself, as Franka's and UR's do:
-each joint decelerated at ``stop_deceleration`` by the torque of the arm's own dynamics
-(τ = M q̈ + C q̇ + g + τ_f + D q̇ − Jᵀ F, clamped to the effort limits), q̈ = −q̇ / T_stop
-at most that deceleration (T_stop = max(STOP_TIME, dt)); at rest (|q̇| ≤ REST) the brakes
-engage and hold the arm as at start. The next command releases them: the simulator resumes
-(a real arm needs its error cleared or its program restarted first). One warning per stop.
-Joint end stops (``end_stops``, default on): the URDF position limits, in either engine
-(robot_dynamics.simulation).
-Reported effort: the joint torque a link-side torque sensor would measure, i.e. the clamped
-command minus the damping torque, τ − D q̇ (q̇ at the start of the step). The torques taken by
-the joint friction and armature are not subtracted: they are in the reported effort, as in the
-motor-current efforts of most arms, and the controller and estimator must model them. While
-braked: the torque the brakes hold, g(q) − Jᵀ F_ext, computed by the engine (MuJoCo's own for
-``mujoco``).
-Hardware profile (robot_dynamics.nodes.profiles), the other way round: with
-``hardware_compensates_gravity`` the arm adds g_robot(q) to the (clamped) command, as Franka and
-KUKA do; ``measured_effort`` current reports the joint torque divided by ``torque_constants``,
-torque_minus_gravity the joint torque less g_robot(q).
-``~/external_wrench`` (geometry_msgs/WrenchStamped) acts at the tip, frame_id = the base link
-(force and moment about the tip origin in base axes) or the tip link (tip axes); it stays until
-replaced (send zeros to remove it).
-Fast path (``fast_path``, default true): joint_states go out pre-serialized, one buffer filled in
-place each step (robot_dynamics.nodes.cdr.JointStateWriter), and commands are read from their
-bytes (``cdr.read_float64_array``); with the internal engine, on an arm that reports its joint
-torques (no hardware gravity compensation), each step is one compiled call
-(``InternalEngine.sensed_step``: the reported effort, the plant's held friction and the RK4
-step). False: rclpy serializes and deserializes the messages, and the step goes through the
-hardware profile and ``Engine.step`` in Python. The values are the same, to the bit.
+This module owns the node: its parameters (``ArmSimulator.PARAMS``), the step loop and its pacing
+against the wall clock (``Pace``, lock step, ``/clock``), the command watchdog and the brakes, and
+the joint states it reports, through the hardware profile. The physics is an engine of
+robot_dynamics.simulation (internal or MuJoCo), the plant's layers nodes.plant_parameters.
+Behaviour, topics and parameters: doc/nodes/arm_simulator.md.
 """
 import dataclasses
 import math

@@ -1,43 +1,11 @@
 """Contact safety in the nodes: feasible references and collision detection with its reaction.
 
 The numerics are robot_dynamics.core (feasibility, setpoints, collision, observers); this
-module maps parameters and messages onto them for the controller and the estimator.
-
-References (controller). A trajectory on ``~/joint_trajectory`` is checked along its whole
-interpolated path (``rd.trajectory_violations``: position, velocity, ``trajectory.acceleration_
-limits`` where given, and the effort the model predicts with its payload against the
-controller's ``effort_limits``), the blend from the current reference included. A violation
-rejects it with the core's message (joint, time, value, limit); with ``trajectory.time_scaling``
-it is slowed down uniformly by s = TIME_SCALING_HEADROOM · ``rd.time_scaling`` (the headroom
-leaves the feedback's tracking error room below the limits) and s is logged; a position
-violation has no timing cure and is rejected. A streamed ``~/reference`` setpoint is a target
-the reference moves towards within the velocity and acceleration limits (``rd.SetpointLimiter``,
-stepped on the joint states' clock), not a step.
-
-Collision detection. A momentum observer on the measured efforts (``rd.MomentumObserver``,
-gain ``collision.observer_gain``) gives the residual r ≈ τ_ext every joint state;
-``rd.CollisionDetector`` declares a collision after ``collision.samples`` consecutive samples
-with |r_i| over ``collision.thresholds`` (default ``rd.default_thresholds``) or the tip force over
-``collision.force_threshold``. The event is latched until ``~/reset`` (std_srvs/Trigger) and
-published on ``~/collision`` (diagnostic_msgs/DiagnosticArray, reliable, transient local,
-depth 1: a late subscriber gets the current state; after a reset an OK status) and in
-/diagnostics. The controller reacts (``collision.reaction``: none, stop, comply); the wrench
-estimator only reports (``ESTIMATOR_PARAMS``).
-
-Measured with the default thresholds (Panda: 13.05 N m on joints 1-4, 1.8 N m on 5-7), over DDS
-on a loaded 2-core machine. On the realistic plant (``plant.profile: realistic``, the nodes on
-the nominal URDF), 60 s of back-and-forth trajectories on every joint, both nodes detecting:
-
-    scripts/soak.py --duration 60 --plant realistic --engine internal|mujoco --amplitude 0.5
-        --segment 0.5 --push 60 --command-wait 0.1 --state-timeout 5
-
-0 false alarms from either node on both engines, threshold margins (threshold / largest
-residual) 5.9x on joints 1-4 and 1.78x on the wrist; the 60 N push at the tip detected
-5.9-7.9 ms after its onset. At 92 % of the velocity limits (``--amplitude 0.6 --segment
-0.45``): 0 false alarms, margins 4.5x and 1.09-1.39x, the push detected after 12.9-19.9 ms
-(a pose where it loads the wrist little). On the nominal plant (test_nodes_contact_safety.py):
-the push detected after 6.9-9.9 ms; test_nodes_feasibility.py: random waypoint sets never drive
-the arm outside its position and velocity limits while the loop keeps up.
+module maps parameters and messages onto them: the ``trajectory.*`` and ``collision.*``
+parameters, the trajectory check or time scaling, the rate-limited streamed reference, the
+collision monitor (``~/collision``, ``~/reset``) and the reactions of the controller; the
+wrench estimator only reports (``ESTIMATOR_PARAMS``). Behaviour and measured margins:
+doc/guides/contact_safety.md.
 """
 import dataclasses
 import math

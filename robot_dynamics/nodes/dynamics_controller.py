@@ -1,92 +1,13 @@
-"""dynamics_controller: gravity compensation or computed torque on effort_controller/commands.
+"""dynamics_controller: gravity compensation, computed torque and task-space control.
 
-One std_msgs/Float64MultiArray (``joints`` order, what ros2_control's
-JointGroupEffortController consumes) per accepted joint state. The control laws are
-robot_dynamics.core.control; this node maps messages and parameters onto them.
-
-Stale joint states (none for ``state_timeout``): a JointGroupEffortController keeps applying the
-last command it received, forever. So the last command must be a safe one to hold: the node
-publishes one final τ = g(q) at the last measured pose (no feedback or feedforward terms that could
-drive the arm), logs an error and publishes nothing more until states return. The arm then floats,
-gravity-compensated, where it was; it is not braked. The check is a timer set for the newest
-state's deadline (so it ticks at 1 / state_timeout while states come, and not at all while the node
-is not commanding): the loss is found state_timeout after the last state, plus the executor's timer
-latency, and the ramp below steps every STALE_TICK (20 ms). When states return, computed torque
-resumes by holding the position it finds (bumpless). A real arm needs its own watchdog too (e.g.
-Franka's communication-loss reflex).
-
-A graceful stop (SIGINT, SIGTERM: ``finish``) ends on the same final command, in every mode:
-it ramps to τ = g(q_last) at max_effort_rate (at most STOP_RAMP, then at once), waits for the
-command's acknowledgement, and exits 0. Zero torque would let an arm without brakes fall; g(q)
-at the last pose holds it where it was, at rest. A kill (SIGKILL, a crash) cannot: the robot
-side must stop the arm when commands stop (docs/stopping.md). The heartbeat ``~/command_stamp``
-(builtin_interfaces/Time, the stamp of the joint state each command answers: the robot's own
-clock, so a watchdog there needs no clock sync) comes with every command that answers a state,
-and stops with the last one: the ramps after state_timeout and on a stop answer none.
-
-Rate limit: consecutive commands differ by at most ``max_effort_rate`` · Δt per joint. Δt is
-the node's time between them (the wall clock, or /clock under ``use_sim_time``:
-robot_dynamics.nodes.node) or, when longer, the time between the states they answer on the
-arm's clock (their stamps: what the actuator steps on), but never more than the node's time plus
-RATE_SLACK (a stamp that jumped ahead moves the command little); the ramp after state_timeout,
-which answers no state, runs on the node's time. So a simulator catching up with the wall clock
-(steps back to back, 0.1-0.3 ms each on a loaded machine) still gets 1 N m per 1 ms step, not a
-slew limit of 0.1-0.3 N m that made the closed loop flail. The
-default, 1000 N m/s, is the joint torque rate limit of the Franka Control Interface ("Robot and
-interface specifications", frankaemika.github.io/docs). The first
-command after start is not limited (there is nothing before it from this node; both modes
-begin with τ ≈ g(q) at the measured pose). After state_timeout the command ramps at this rate
-to τ = g(q_last) before the node goes quiet. ``effort_limits`` clip after the rate limit, so a
-lowered limit takes effect at once.
-
-Joint states, while commanding: a state stamped before the newest accepted one (out of order),
-or whose stamp ran ahead of the previous one by more than the node's time between them plus
-state_timeout (a clock jump), is dropped and counted. After state_timeout the next state is
-accepted whatever its stamp (the publisher's clock is learned again, e.g. a restarted driver).
-
-References: a trajectory or streamed setpoint outside the joint limits is rejected. A
-trajectory stamped before the newest joint state (a sender's clock or message late) starts at
-that state instead, with a warning: sampled from its past start, the reference would step. A
-trajectory whose first point has time_from_start > 0 is blended: the current reference is
-prepended at the start, and the quintic segments lead from it to the first point. A first point
-at time 0 farther than START_TOLERANCE from the current reference is rejected (it would be a
-step). Should a command still come out non-finite (absurd gains or states), the node holds the
-measured position and publishes τ = g(q) instead, with an error.
-
-The model: the URDF's, or ``inertial_parameters``, with the joint terms ``armature`` and
-``friction.*`` and the ``payload.*`` (robot_dynamics.nodes.parameters). Computed torque is one
-rnea call, so it includes the friction and armature; gravity compensation adds the friction
-τ_f(q̇) only with ``friction_compensation`` (then nothing damps the arm: it coasts). The payload
-also comes from ``~/payload`` and ``~/identify_payload`` (robot_dynamics.nodes.payload).
-
-Options for a plant that is not its model (all off by default; robot_dynamics.core.control):
-``ki`` adds computed torque's integral term (per joint, 1/s³), its torque held within
-``integral_limit`` (default: the effort limits); it restarts from 0 on every new hold (mode
-switch, empty trajectory, ~/reset, a collision's stop, states back after state_timeout) and
-carries over other parameter changes. ``friction_deadband`` (rad/s) takes friction
-compensation's Coulomb part away at rest, where q̇ is mostly noise. ``velocity_filter_cutoff``
-(Hz) low-passes the measured q̇ the control laws use (not the collision observer's).
-
-Hardware profile (robot_dynamics.nodes.profiles): every τ above is the total joint torque; on an
-arm that adds its own gravity compensation (``hardware_compensates_gravity``) the published
-command is τ − g_robot(q), in every mode, in the state-loss ramp and for its final command (which
-is then 0 plus the payload's gravity the robot does not know).
-
-Contact safety (robot_dynamics.nodes.contact_safety): trajectories are checked along their whole
-path (rejected, or time-scaled with ``trajectory.time_scaling``), streamed references are
-rate-limited, and with ``collision.enable`` a momentum observer in this node's own cycle detects
-collisions; the reaction (``collision.reaction``) applies from the detecting state on, until
-``~/reset``.
-
-Fast path (``fast_path``, default true): joint_states arrive as CDR bytes (a raw subscription)
-read by the compiled ``CdrJointStateReader`` (robot_dynamics.nodes.cdr), and the command goes out
-pre-serialized; false: rclpy deserializes the state and serializes the command. In gravity
-compensation, computed torque and the task-space modes, a state while commanding goes through
-one compiled call from its bytes to the serialized command (``run_cycle``,
-robot_dynamics.nodes.command_cycle) when the configuration allows it (``compiled_cycle``) and,
-in a task-space mode, its target is not on PFL's scaled clock (``TaskSpace.cycle_target``);
-anything else runs ``on_state``. The kernels are the same on every path, so they give the same
-commands.
+One std_msgs/Float64MultiArray on effort_controller/commands (``joints`` order, what ros2_control's
+JointGroupEffortController consumes) per accepted joint state. This module owns the node: its
+parameters (``DynamicsController.PARAMS``), the joint-state and reference callbacks, the rate
+limit and clamp of every command, the stale-state ramp and the final command on a stop. The
+control laws are robot_dynamics.core.control and core.task_control; contact safety
+(contact_safety), power and force limiting (speed_limiter), the task-space modes (task_space) and
+the payload (payload) are modules of their own here.
+Behaviour, topics and parameters: doc/nodes/dynamics_controller.md.
 """
 import dataclasses
 import math

@@ -193,8 +193,8 @@ class ArmNode(Node):
 def executor():
     """rclpy's C++ events executor where available (Kilted), else the SingleThreadedExecutor.
 
-    The events executor takes about half the CPU per message of the other (measured here at
-    1 kHz); Jazzy has only the SingleThreadedExecutor.
+    The events executor takes less CPU per message than the other (make bench-nodes measures
+    it); Jazzy has only the SingleThreadedExecutor.
     """
     try:
         from rclpy.experimental import EventsExecutor

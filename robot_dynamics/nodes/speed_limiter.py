@@ -1,34 +1,10 @@
 """Power and force limiting in the dynamics_controller: the speed limiter (ISO/TS 15066 A.3).
 
-Part of the controller, not a node of its own: the scale s must act where the reference is
-sampled, on the trajectory's *nominal* velocity q̇_d(τ) (core SpeedScaling: s = min(1, v_max,i /
-|v_i|) over the contact points, rate-limited, with hysteresis), before the command is computed.
-A separate node would see only the measured, already scaled velocity, one DDS hop late, and
-would close a loop around its own output. So the controller samples its trajectory on a
-ScaledClock (dτ/dt = s): q̇ = s q̇_d(τ), q̈ = s² q̈_d(τ) + ṡ q̇_d(τ), the same path, slower.
-
-What is scaled: joint trajectories (``~/joint_trajectory``) in computed_torque mode, and in the
-task-space modes the motion of a stream of stamped target poses (task_space.py): the stream is
-played back on the same kind of clock, the target's stamp advancing by s Δt (the target pose
-interpolated on the stream's path, its twist s ẋ_n, its acceleration s² ẍ_n + ṡ ẋ_n), s from
-the stream's nominal twist ẋ_n (``task_scale``) through q̇ = J̄ ẋ_n at the measured q (the joint
-velocity of least kinetic energy, what the task-space law asks for). Not scaled: streamed setpoints
-(``~/reference``; their sender owns their timing: it may consume s), a single target pose (the
-spring's pull, bounded by ``cartesian.max_error`` and ``cartesian.max_velocity``: not a planned
-motion) and gravity compensation (nothing is commanded to move).
-
-Published, whatever ``pfl.enable``: s on ``~/speed_scaling`` (std_msgs/Float64 in [0, 1]; 100 Hz
-while a motion is on the scaled clock, else 1 at 1 Hz: an idle 100 Hz timer cost the controller
-~10 µs per 1 kHz cycle), the type and range UR's speed_scaling_state_broadcaster publishes; per
-contact point, at the *measured* state, the speed, reflected mass m_R, v_max and region on
-/diagnostics (1 Hz) and, on ``~/pfl_markers`` (visualization_msgs/MarkerArray, at
-``pfl.marker_rate`` while someone subscribes: its timer runs only then), the reflected-mass
-ellipsoid {x: xᵀ J_v M⁻¹ J_vᵀ x ≤ 1} (radius √m_R(u) along u, times ``pfl.marker_scale``) and
-the velocity arrow coloured by its margin.
-
-An engineering aid computing the standard's formula with the arm's reflected mass; not a
-certified safety function (a cell still needs the robot's safety controller and a risk
-assessment).
+Part of the controller, not a node of its own: the scale s (core SpeedScaling) must act where the
+reference is sampled, so the controller samples its trajectory, or a task-space target stream
+(``task_scale``), on a ScaledClock. This module owns the ``pfl.*`` parameters, that clock,
+``~/speed_scaling``, the per-point /diagnostics and the ``~/pfl_markers``. An engineering aid,
+not a certified safety function. Behaviour: doc/guides/pfl.md.
 """
 import copy
 import dataclasses

@@ -1,36 +1,12 @@
 """The task-space modes of dynamics_controller: cartesian_impedance and operational_space.
 
-Glue only: parameters -> robot_dynamics.core.task_control laws, messages -> their targets. The
-task is the pose of the ``tip`` frame in the base frame. Both laws return the whole joint torque,
-g(q) included, so the command goes through the node's one output path (rate limit, clamp,
-non-finite check) like the joint modes' commands.
-
-- Until a target arrives the law holds the tip pose found at the switch into the mode, or when
-  joint states return after a timeout (``hold``): bumpless, the spring starts relaxed.
-- ``~/target_pose`` (geometry_msgs/PoseStamped): frame_id empty or the base link, or any frame
-  of the model (``model.frame_names``), transformed into the base frame at the newest measured
-  pose when the message arrives: T_base_target = T_base_frame(q) T_frame_target.
-  A stream of stamped targets (consecutive stamps at most STREAM_PERIOD apart) also sets the
-  target velocity ẋ_d = pose_error(T_k, T_k−1) / (t_k − t_k−1), the finite-difference twist;
-  it lapses to zero when no target follows within twice that interval (wall time).
-- Power and force limiting (``pfl.enable``, speed_limiter.py): a stream is played back on a
-  clock slowed by s. The target's stamp τ advances by s Δt per state (capped at the newest
-  stamp), the target pose is the stream's path at τ (pose_interpolation between the two poses
-  around it: one period behind the newest at s = 1), its twist s ẋ_n and, for
-  operational_space, its acceleration s² ẍ_n + ṡ ẋ_n, where ẋ_n is that segment's twist and ẍ_n
-  its change from the previous one. s comes from the planned motion: the faster of ẋ_n and the
-  next segment's twist (ẍ_d carries the target towards the latter). A stream slowed down
-  stays behind and catches up once it has ended; switched off, the newest pose is the target
-  again once caught up. A single target pose is not scaled (the spring's pull, no plan).
-- ``~/target_wrench`` (geometry_msgs/WrenchStamped): feed-forward F_d at the tip origin, in the
-  axes of frame_id (empty: base; any model frame: rotated into base axes at the newest pose).
-- ``~/tip_pose`` (geometry_msgs/PoseStamped): the measured tip pose in the base frame, stamped
-  with the joint state's stamp, at most every TIP_POSE_PERIOD on the states' clock.
-- On the fast path the controller's compiled cycle (command_cycle.TASK) runs the law for a
-  target not on PFL's scaled clock (``cycle_target``); ``served`` does the rest of ``control``.
-
-Parameters are given translation first (x, y, z, then about x, y, z), as ROS messages order
-poses and twists; the core's vectors are angular first, and the conversion is here only.
+Glue only: parameters -> robot_dynamics.core.task_control laws, messages -> their targets. This
+module owns the ``cartesian.*`` parameters, ``~/target_pose`` (single poses and stamped streams,
+played back on the speed limiter's clock under ``pfl.enable``), ``~/target_wrench`` and
+``~/tip_pose``. The task is the pose of the ``tip`` frame in the base frame; both laws return the
+whole joint torque, so the command takes the node's one output path. Parameters are given
+translation first, as ROS messages order poses; the core's vectors are angular first, and the
+conversion is here only. Behaviour: doc/guides/task_space.md.
 """
 import bisect
 import functools
@@ -173,7 +149,7 @@ def pose_matrix(pose):
 def _rotation_from_valid_matrix():
     """Rotation.from_matrix for a rotation orthonormal to rounding.
 
-    assume_valid skips scipy's projection onto a rotation, 90 µs (~/tip_pose: 100 Hz); older
+    assume_valid skips scipy's projection onto a rotation (a cost at ~/tip_pose's 100 Hz); older
     scipy (Ubuntu 24.04's 1.11) has no such keyword and always projects.
     """
     try:

@@ -1,37 +1,10 @@
 """wrench_estimator: external joint torques and the end-effector wrench from joint torques.
 
-A first-order generalized-momentum observer (robot_dynamics.core.observers) on the measured
-joint efforts of ``joint_states``; every joint sees a step of external torque as
-1 - exp(-K t), K = ``observer_gain``. The wrench is F = (J Jᵀ + λ² I)⁻¹ J τ_ext with
-λ = ``damping`` · σ_max(J): the damping is relative to J's largest singular value, so it has no
-unit and shrinks each singular direction by σ²/(σ² + λ²) (1e-3: negligible away from
-singularities, bounded near them).
-
-``reference_frame`` = the base link: moment about the tip origin and force, both in base axes
-(Franka's O_F_ext_hat_K convention); = the tip link: both in tip axes. ``frame_id`` names it.
-The wrench needs a ``tip``; on a whole tree (``tip`` empty) only ~/external_joint_torques is
-published.
-Changing the payload (``payload.*`` or ``~/payload``, robot_dynamics.nodes.payload), the joint
-terms (``armature``, ``friction.*``) or the gains re-anchors the observer; the tare bias is kept.
-The observer subtracts the model's joint friction τ_f(q̇) from the measured efforts: without the
-friction parameters, friction shows up as external torque. The measured efforts are converted
-to joint torques first (``measured_effort``: currents times ``torque_constants``, or g_robot(q)
-added back; robot_dynamics.nodes.profiles).
-
-Singular poses (a stretched arm): the damped inverse keeps the wrench finite; the components
-along singular directions of J are then unobservable and shrink toward 0. When
-σ_min(J)/σ_max(J) < SINGULAR (checked every 0.1 s) the node warns, throttled, and reports it on
-/diagnostics with the static residual τ_measured − g(q) while the arm is still.
-
-Collisions (``collision.*``, robot_dynamics.nodes.contact_safety): for an arm whose controller
-is not ours, the estimate (after tare) goes through the same detector as in the controller; the
-event is latched on ``~/collision`` and /diagnostics until ``~/reset``. Reported only: the
-reaction is the controller's business.
-
-Fast path (``fast_path``, default true): joint_states read from their CDR bytes by the compiled
-``CdrJointStateReader``, as in the controller, and both outputs published pre-serialized
-(``cdr.JointStateWriter``, ``cdr.WrenchStampedWriter``); false: rclpy deserializes and serializes
-them (the same estimates).
+This module owns the node: its parameters (``WrenchEstimator.PARAMS``), the joint-state callback
+that runs a generalized-momentum observer (robot_dynamics.core.observers) on the measured
+efforts, the damped inverse from joint torques to the tip wrench, tare, and the near-singular
+and static-residual checks. Collision detection is nodes.contact_safety's.
+Behaviour, topics and parameters: doc/nodes/wrench_estimator.md.
 """
 import dataclasses
 import time
