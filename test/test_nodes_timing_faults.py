@@ -16,7 +16,7 @@ In every run: no command reached an effort limit (the controller's ``clamped_com
 in a run without faults), the state timeout never fired (state_timeout 0.5 s against 50 ms
 stalls), and the faults were there: the controller saw states 4 ms old or older
 (``state_age_max_us``), the states had 50 ms gaps. The
-tolerated delays per mode, beyond these faults: docs/timing_faults.md. About 15 s per case.
+tolerated delays per mode, beyond these faults: doc/guides/timing_faults.md. About 15 s per case.
 """
 import numpy as np
 import pytest

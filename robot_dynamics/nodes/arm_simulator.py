@@ -108,7 +108,7 @@ class ArmSimulator(ArmNode):
         Param('real_time_factor', 1.0, 'double', 'the fastest simulated time may run against '
               'the wall clock (0: as fast as the loop goes)', read_only=True,
               range=(0.0, 1000.0)),
-        Param('faults.delay', 0.0, 'double', 'timing faults (docs/arm_simulator.md): every '
+        Param('faults.delay', 0.0, 'double', 'timing faults (doc/guides/timing_faults.md): every '
               'joint state reaches the controller this long after it was sensed, s',
               read_only=True, range=(0.0, 1.0)),
         Param('faults.jitter', 0.0, 'double', 'timing faults: plus a uniform random delay up '

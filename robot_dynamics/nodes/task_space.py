@@ -45,7 +45,7 @@ PARAMS = (
     Param('cartesian.max_frequency', 50.0, 'double', 'every mode of the task-space loop at '
           'most at this natural frequency, rad/s: a faster mode (a light wrist under a stiff '
           'rotational spring) gets the stiffness its inertia times this squared; 50: stable '
-          'with states up to about 11 ms late (docs/timing_faults.md; .inf: no limit)',
+          'with states up to about 11 ms late (doc/guides/timing_faults.md; .inf: no limit)',
           range=(1.0, float('inf'))),
     Param('cartesian.coriolis_compensation', False, 'bool', 'cartesian_impedance adds C(q, '
           'qdot) qdot and the model friction (false: only g(q), the passive law)'),
