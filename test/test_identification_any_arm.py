@@ -165,3 +165,27 @@ def test_a_joint_stuck_in_its_friction_lags_and_is_compensated():
     print(excitation_check.report(motions), terms)
     assert excitation_check.lagging(motions) == [] and excitation_check.refusal(motions) is None
     assert 0.02 < terms['armature'][6] < 0.2 and 0.1 < terms['coulomb'][6] < 0.6
+
+
+def test_a_joint_given_too_much_armature_shakes_and_is_reported():
+    """The UR10's light wrist_3 with 47 times the plant's armature in the controller's model.
+
+    Computed torque's gain there is 47 times too high: with the one-cycle delay the joint
+    oscillates on the plan, faster than planned, and the check reports it (SHAKES). With the
+    plant's armature (0.05 kg m² on every joint) nothing shakes.
+    """
+    arm = foreign_arm('ur10')
+    nominal = arm.model()
+    excitation = rd.excitation_trajectory(nominal, period=4.0, harmonics=3, q0=arm.q0,
+                                          margin=0.5, evaluations=0, seed=0)
+    shaken = {}
+    for wrist in (0.05, 47 * 0.05):
+        armature = np.full(nominal.nv, 0.05)
+        armature[-1] = wrist
+        t, q, v, _, _ = scene.track(arm, nominal.replace(armature=armature), plant.REALISTIC,
+                                    'internal', {}, excitation)
+        planned_q, planned_v, _ = excitation.sample_many(t)
+        motions = excitation_check.assess(nominal, planned_v, planned_q, v, q)
+        print(excitation_check.report(motions))
+        shaken[wrist] = excitation_check.shaking(motions)
+    assert shaken == {0.05: [], 47 * 0.05: ['wrist_3_joint']}

@@ -19,7 +19,10 @@ threshold: ``fitting.MIN_SPEED`` RMS velocity, shared here). This module, ROS-fr
   computed torque's gain 47 times too high there and the joint chatter.
 
 ``excite`` runs the plan once; if a joint lags, it sets these terms on the controller and runs
-it again; if a joint still lags, it refuses, naming the joints and what they achieved.
+it again; if a joint still lags, it refuses, naming the joints and what they achieved. A
+joint that *shakes* (RMS velocity above SHAKE_FACTOR times the plan's: an oscillation on the
+motion, e.g. computed torque's gain raised too far by the compensation's armature) is
+reported (SHAKES); the fit can still use it, but its friction is then poorly determined.
 """
 import dataclasses
 
@@ -29,6 +32,9 @@ import robot_dynamics as rd
 from robot_dynamics.tools.fitting import MIN_SPEED, rms, rows_kept, without
 
 LAG_FRACTION = 0.5   # a joint lags below this fraction of its planned RMS velocity
+#: a joint shakes above this multiple of its planned RMS velocity: tracking a plan cannot add
+#: that much speed, an oscillation can (too high a gain, e.g. too much armature in the model)
+SHAKE_FACTOR = 1.25
 
 
 @dataclasses.dataclass
@@ -46,8 +52,13 @@ class JointMotion:
         """Below the fit's MIN_SPEED, or below LAG_FRACTION of the plan's RMS velocity."""
         return self.speed < MIN_SPEED or self.speed < LAG_FRACTION * self.planned_speed
 
+    @property
+    def shakes(self):
+        """Above SHAKE_FACTOR times the plan's RMS velocity: an oscillation on the motion."""
+        return self.speed > SHAKE_FACTOR * self.planned_speed
+
     def line(self):
-        status = 'LAGS' if self.lags else 'ok'
+        status = 'LAGS' if self.lags else 'SHAKES' if self.shakes else 'ok'
         return (f'{self.name}: RMS velocity {self.speed:.3g} of {self.planned_speed:.3g} planned, '
                 f'range {self.range:.3g} of {self.planned_range:.3g} ({status})')
 
@@ -61,12 +72,23 @@ def assess(model, planned_v, planned_q, v, q):
 
 def report(motions):
     """A few lines: per joint, what it achieved of the plan."""
-    return '\n'.join(['motion per joint (the fit needs an RMS velocity of at least '
-                      f'{MIN_SPEED} rad/s):'] + ['  ' + m.line() for m in motions])
+    lines = ['motion per joint (the fit needs an RMS velocity of at least '
+             f'{MIN_SPEED} rad/s):'] + ['  ' + m.line() for m in motions]
+    if shaking(motions):
+        lines.append(f'WARNING: {", ".join(shaking(motions))} moved more than {SHAKE_FACTOR:g} '
+                     'times faster than planned: an oscillation, not the plan; its friction '
+                     'will be poorly fitted (lower its kp/kd, or the armature set on the '
+                     'controller)')
+    return '\n'.join(lines)
 
 
 def lagging(motions):
     return [m.name for m in motions if m.lags]
+
+
+def shaking(motions):
+    """The joints that moved much faster than planned (JointMotion.shakes)."""
+    return [m.name for m in motions if m.shakes]
 
 
 def compensation(model, samples, motions):
