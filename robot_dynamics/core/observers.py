@@ -119,3 +119,27 @@ def wrench_from_torques(model, q, tau_ext, frame, reference=LOCAL_WORLD_ALIGNED,
     if damping == 0:
         return np.linalg.lstsq(J.T, tau_ext, rcond=None)[0]
     return damped_wrench(J, tau_ext, float(damping))
+
+
+def held_friction_error(model, q, breakaway, frame, damping=1e-3, exact_up_to=16):
+    """Largest error of the force estimated at ``frame`` that friction holding at rest can cause.
+
+    A joint held by dry friction carries a torque τ_h,j anywhere in [−f_s,j, f_s,j] (f_s its
+    ``breakaway`` torque): the motor's effort includes it and no model of the joint's velocity
+    does, so the momentum observer reads it as external, and ``wrench_from_torques`` maps it to
+    the force part F(τ_h) of the wrench. At rest nothing tells it from an external force
+    (τ_meas = g + τ_h − Jᵀ F_ext: any F_ext with Jᵀ F_ext within the box is unobservable). The
+    result is max |F(τ_h)| over the box, in N: a bound on the bias at rest and on the error of
+    a push held at rest. F is linear and |·| convex, so the maximum is at a vertex: exact over
+    the 2ⁿ vertices for n ≤ ``exact_up_to`` joints, else the upper bound Σ_j f_s,j |F(e_j)|.
+    """
+    breakaway = np.broadcast_to(np.asarray(breakaway, dtype=float), (model.nv,))
+    if not np.all(np.isfinite(breakaway) & (breakaway >= 0)):
+        raise ValueError(f'breakaway torques must be finite and >= 0, got {breakaway}')
+    columns = np.column_stack([
+        wrench_from_torques(model, q, e, frame, damping=damping)[3:] for e in np.eye(model.nv)])
+    columns = columns * breakaway
+    if model.nv > exact_up_to:
+        return float(np.linalg.norm(columns, axis=0).sum())
+    signs = 1.0 - 2.0 * ((np.arange(2 ** model.nv)[:, None] >> np.arange(model.nv)) & 1)
+    return float(np.linalg.norm(signs @ columns.T, axis=1).max())

@@ -22,12 +22,17 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics.core.algorithms.friction import smooth_sign, stribeck_sign
 from robot_dynamics.core.identification import (PRIOR_STD, conditioning, differentiate,
-                                                inertia_about_com, lowpass, noise_weights,
-                                                payload_regressor, weighted_fit)
+                                                inertia_about_com, known_joint_torques, lowpass,
+                                                noise_weights, payload_regressor, weighted_fit)
 from robot_dynamics.core.model import JOINT_TERMS
 from robot_dynamics.core.regressor import INERTIAL_NAMES, parameter_names
 
 MIN_SPEED = 0.05     # rad/s (m/s): RMS velocity below which a joint counts as not moving
+#: a joint slower than REST_SPEED × ε (the model's coulomb_velocity) is at or near rest: its
+#: friction there is not a function of q̇ (dry friction holds anything up to breakaway), so
+#: friction fits leave out its rows within REST_REACH / cutoff s of such a sample (``sliding``;
+#: about the half-width of the zero-phase filter's response, which spreads a stuck stretch)
+REST_SPEED, REST_REACH = 3.0, 0.5
 MAX_GAP = 0.2        # largest gap in the stamps, in units of 1 / cutoff
 SMALL = 0.005        # m: a payload's inertia below mass x SMALL² counts as a point mass's
 
@@ -56,6 +61,7 @@ class Samples:
     order: np.ndarray   # order[i]: model index of the recording's joint i
     gaps: list = dataclasses.field(default_factory=list)   # (t, length) s of each gap
     cutoff: float = np.inf   # Hz of the low-pass: errors 1 / (2 cutoff) s apart are independent
+    sliding: np.ndarray = None   # (N, nv) bool: joint sliding, away from rest (REST_SPEED)
 
     @property
     def independent(self):
@@ -116,8 +122,9 @@ def prepare(recording, model, cutoff, edge=None, max_samples=4000, min_samples=2
     x_model = [np.empty_like(np.concatenate(x)[::every]) for x in zip(*pieces)]
     for x, y in zip(x_model, zip(*pieces)):
         x[:, order] = np.concatenate(y)[::every]
+    *x_model, moving = x_model
     return Samples(*x_model, dt * every, order, [(float(t[k]), float(step[k])) for k in gaps],
-                   cutoff)
+                   cutoff, moving.astype(bool))
 
 
 def stretch(model, t, q, tau, dt, cutoff, drop):
@@ -136,7 +143,21 @@ def stretch(model, t, q, tau, dt, cutoff, drop):
     stribeck = lowpass(stribeck_sign(v, model.stribeck_velocity, model.coulomb_velocity), dt,
                        cutoff)
     keep = slice(drop, len(grid) - drop)
-    return q[keep], v[keep], a[keep], tau[keep], sign[keep], stribeck[keep]
+    moving = sliding(v, REST_SPEED * model.coulomb_velocity, int(np.ceil(REST_REACH / cutoff / dt)))
+    return q[keep], v[keep], a[keep], tau[keep], sign[keep], stribeck[keep], moving[keep]
+
+
+def sliding(v, rest_speed, reach):
+    """(N, nv) bool: |q̇| >= rest_speed at every sample within ``reach`` samples either side.
+
+    Near rest, the friction of a real joint is not the law the fit knows: dry friction holds
+    any torque up to its breakaway torque (set-valued at q̇ = 0), and the filter spreads a
+    stuck stretch over ``reach`` samples each way.
+    """
+    still = (np.abs(v) < rest_speed).astype(float)
+    width = 2 * reach + 1
+    near = np.apply_along_axis(lambda x: np.convolve(x, np.ones(width), 'same'), 0, still)
+    return near < 0.5
 
 
 @dataclasses.dataclass
@@ -258,9 +279,11 @@ def fit_residual(model, s, payload=False, payload_inertia=True, friction=False,
         columns.insert(0, payload_regressor(model, Y, model.tip, payload_inertia))
         names = [f'payload.{n}' for n in INERTIAL_NAMES[:k]] + names
     before = s.tau - rd.rnea(model, s.q, s.v, s.a)
-    theta, std, after, condition = solve(np.concatenate(columns, axis=2), before, names,
-                                         max_condition, weighted)
+    keep = rows_kept(s, flags)
+    theta, std, after, condition = solve(np.concatenate(columns, axis=2) * keep[..., None],
+                                         before * keep, names, max_condition, weighted)
     fit = Fit(names, theta, std, condition, rms(before), after)
+    note_rest(fit, model, keep)
     rest = theta
     if payload:
         fit.payload, rest = payload_of(theta[:k]), theta[k:]
@@ -291,6 +314,26 @@ def settle_payload_inertia(fit, tolerance):
                          f'the inertia well: try --no-payload-inertia)')
 
 
+def rows_kept(s, flags):
+    """(N, nv) float: 1 for the rows a fit uses, 0 for those of joints near rest (``sliding``).
+
+    Only fits of friction leave those out (the friction law is not defined at rest); the rows
+    of the other joints at the same sample stay.
+    """
+    if not (flags['coulomb'] or flags['stiction']) or s.sliding is None:
+        return np.ones(s.tau.shape)
+    return s.sliding.astype(float)
+
+
+def note_rest(fit, model, keep):
+    """Say in the report which share of each joint's samples was left out near rest."""
+    left_out = 1.0 - keep.mean(axis=0)
+    if left_out.any():
+        fit.notes.append('samples near rest left out of the fit (friction there is not a '
+                         'function of the velocity): ' + ', '.join(
+                             f'{j} {100 * x:.0f} %' for j, x in zip(model.joint_names, left_out)))
+
+
 def without(model, flags):
     """The model with the joint terms to be fitted set to zero."""
     return model.replace(**{kind: None for kind, flag in flags.items() if flag})
@@ -317,19 +360,23 @@ def fit_links(model, s, friction=False, armature=False, max_condition=1e3, weigh
     flags = dict(viscous=friction, coulomb=friction, armature=armature, stiction=stiction)
     model = without(model, flags)
     base, Y = rd.base_parameters(model, **flags), regressor(model, s, flags)
+    keep = rows_kept(s, flags)
+    Y = Y * keep[..., None]
+    tau = np.where(keep, s.tau, known_joint_torques(model, s.v, s.a, flags))
     weak = conditioning(Y[..., base.independent], base.names, max_condition)
     unexcited_terms = [n for n in weak.unexcited if n.split('.')[-1] in JOINT_TERMS]
     if unexcited_terms:   # the prior knows no joint terms: 0 is no estimate
         raise FitError(f'not excited at all: {", ".join(unexcited_terms)}; {EXCITE_MORE}')
-    result = rd.identify(model, s.q, s.v, s.a, s.tau, **flags, base=base, Y=Y,
+    result = rd.identify(model, s.q, s.v, s.a, tau, **flags, base=base, Y=Y,
                          noise_std='estimate' if weighted else None, prior_std=prior_std,
-                         independent=s.independent)
+                         independent=s.independent * keep.mean())
     fit = Fit(base.names, result.theta_base, result.std_base, weak.condition_number,
               rms(s.tau - rd.rnea(model, s.q, s.v, s.a)), result.residual_rms,
               inertia=result.model.inertia.copy(),
               **{kind: getattr(result, kind) for kind, flag in flags.items() if flag})
     fit.notes.append(f'residual RMS of the unconstrained least squares (not physical in '
                      f'general): {np.array2string(result.least_squares_rms, precision=4)}')
+    note_rest(fit, model, keep)
     for joint, c in zip(model.joint_names, result.consistency):
         if not (c['positive_definite'] and c['triangle']):
             moments = c['principal_moments']
