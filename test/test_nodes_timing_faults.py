@@ -18,9 +18,11 @@ stalls), and the faults were there: the controller saw states 4 ms old or older
 (``state_age_max_us``), the states had 50 ms gaps. The
 tolerated delays per mode, beyond these faults: doc/guides/timing_faults.md. About 15 s per case.
 """
+import time
+
 import numpy as np
 import pytest
-from diagnostic_msgs.msg import DiagnosticArray
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
@@ -43,7 +45,7 @@ PUSH = 10.0   # N, along -z of the base
 class Arm(ArmView):
     """One bring-up with timing faults, without the estimator."""
 
-    def __init__(self, ros, robot, mode):
+    def __init__(self, ros, robot, mode, faults=None, controller=None):
         self.probe, self.mode = ros.probe, mode
         sim = bringup.load_config(bringup.config_file(f'{robot}.yaml'))['arm_simulator'][
             'ros__parameters']
@@ -56,8 +58,9 @@ class Arm(ArmView):
             JointTrajectory, '/dynamics_controller/joint_trajectory', 10)
         self.wrench = self.probe.create_publisher(WrenchStamped,
                                                   '/arm_simulator/external_wrench', 10)
-        specs = bringup.nodes('simulated_arm', robot=robot, mode=mode,
-                              overrides={'arm_simulator': FAULTS})
+        specs = bringup.nodes('simulated_arm', robot=robot, mode=mode, overrides={
+            'arm_simulator': FAULTS if faults is None else faults,
+            'dynamics_controller': controller or {}})
         self.launch = ros.launch([s for s in specs if s.name != 'wrench_estimator'])
 
     def q(self, since, until):
@@ -75,16 +78,37 @@ class Arm(ArmView):
 
     def controller(self):
         """The controller's newest /diagnostics values."""
+        return {kv.key: kv.value for kv in self.controller_status().values}
+
+    def controller_status(self):
+        """The controller's newest /diagnostics status."""
         self.diagnostics.wait_for_more(2, timeout=30)
-        status = [s for m in list(self.diagnostics.messages) for s in m.status
-                  if s.name.startswith('dynamics_controller')][-1]
-        return {kv.key: kv.value for kv in status.values}
+        return [s for m in list(self.diagnostics.messages) for s in m.status
+                if s.name.startswith('dynamics_controller')][-1]
+
+    def wait_for_status(self, words, timeout=60.0):
+        """The first controller status whose message has ``words``."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            status = self.controller_status()
+            if words in status.message:
+                return status
+        raise AssertionError(f"no '{words}' on /diagnostics\n{self.launch.logs()}")
 
     def close(self):
         codes = self.launch.processes.stop(timeout=20.0)
         self.probe.stop_recording(self.states, self.commands, self.diagnostics)
         self.probe.remove_publishers(self.trajectory, self.wrench)
         assert set(codes.values()) == {0}, self.launch.logs()
+
+
+def started(arm):
+    """Wait until the arm is released under the controller."""
+    arm.launch.ready()
+    assert arm.commands.wait(1, timeout=30), arm.launch.logs()
+    arm.probe.stop_recording(arm.commands)
+    arm.released = arm.now()
+    return arm
 
 
 @pytest.fixture(params=CASES, ids=[f'{r}-{m}' for r, m in CASES])
@@ -141,3 +165,51 @@ def test_every_mode_holds_through_timing_faults(arm):
     assert float(values['state_age_max_us']) >= 4e3, values   # the delays were seen
     t, _ = arm.q(start, end)
     assert np.diff(t).max() >= FAULTS['faults.stall'] - 1e-6   # and the stalls
+
+
+def test_states_late_for_the_mode_turn_diagnostics_to_warn():
+    """Computed torque (ω_n 20 rad/s: it tolerates about 31 ms) with states 20 ms late."""
+    arm = Arm(session(), 'panda', 'computed_torque', faults={'faults.delay': 0.02})
+    try:
+        started(arm)
+        status = arm.wait_for_status('ms late')
+        print(f'{status.message}; {arm.controller()}')
+        assert status.level == DiagnosticStatus.WARN, status
+        assert 'joint states 20.0 ms late' in status.message
+    finally:
+        arm.close()
+
+
+def test_an_unstable_loop_is_reported_and_ends_complying_at_rest():
+    """An unstable loop is reported (ERROR) and the controller settles the arm.
+
+    The UR5e under Cartesian impedance without the frequency limit, states 5 ms late: a 0.1 s
+    twist sets its wrist ringing (test_task_frequency_limit), at 110 rad/s in a limit
+    cycle of the rate limit (no clamp: without the check, /diagnostics said OK). Within a few
+    seconds the controller reports the loop unstable (ERROR), complies, and the arm comes to
+    rest.
+    """
+    arm = Arm(session(), 'ur5e', 'cartesian_impedance', faults={'faults.delay': 0.005},
+              controller={'cartesian.max_frequency': float('inf')})
+    try:
+        started(arm)
+        arm.probe.wait_for_subscribers(arm.wrench)
+        arm.wrench.publish(wrench_message(arm.model.base, [0, 0, 0.3, 0, 0, 0]))
+        arm.wait_until(arm.now() + 0.1)
+        arm.wrench.publish(wrench_message(arm.model.base, [0, 0, 0, 0, 0, 0]))
+        status = arm.wait_for_status('loop unstable')
+        assert status.level == DiagnosticStatus.ERROR, status
+        latched = arm.now()
+        arm.wait_until(latched + 3.0)
+        _, v = arm.joint_arrays(arm.model.joint_names, latched + 2.5, latched + 3.0,
+                                fields=('velocity',), least=10)
+        saturated = ('clamped_commands', 'rate_limited_commands')
+        before = [int(arm.controller()[k]) for k in saturated]
+        arm.wait_until(arm.now() + 1.0)
+        after = [int(arm.controller()[k]) for k in saturated]
+        print(f'{status.message}; at rest to {np.abs(v).max():.2e} rad/s; clamped and rate '
+              f'limited commands {before} -> {after}')
+        assert np.abs(v).max() < 0.05 and after == before
+        assert 'loop unstable' in arm.launch.log('dynamics_controller')
+    finally:
+        arm.close()

@@ -61,6 +61,7 @@ class Diagnostics:
         self.latency = Percentiles(latencies)
         self.max_latency, self._maxed = np.zeros(len(latencies)), 0   # folded in at each report
         self._received, self._since = 0, node.seconds()
+        self.last_rate = 0.0   # the rate of the report being made (the node's health reads it)
         node.create_timer(period, self.publish)
 
     def count(self, what, n=1):
@@ -83,10 +84,11 @@ class Diagnostics:
         return rate
 
     def publish(self):
+        self.last_rate = self.rate()
         level, message, values = self.node.health()
         self.max_latency = np.maximum(self.max_latency, self.latency.maxima(self._maxed))
         self._maxed = self.latency.count
-        values = {'rate_hz': round(self.rate(), 1), **self.latency.stats(),
+        values = {'rate_hz': round(self.last_rate, 1), **self.latency.stats(),
                   **{f'{n}_max_us': round(1e6 * float(m), 1)
                      for n, m in zip(self.latency.names, self.max_latency)},
                   **self.counts, **values}

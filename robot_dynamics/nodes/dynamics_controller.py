@@ -27,7 +27,7 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, Ve
 from robot_dynamics.core.limits import CLAMPED, NON_FINITE, RATE_LIMITED, limit_command
 from robot_dynamics.core.trajectory import JointTrajectory
 
-from robot_dynamics.core.collision import Reaction
+from robot_dynamics.core.collision import Comply, Reaction
 
 from . import cdr, command_cycle, contact_safety, payload, profiles, speed_limiter, task_space
 from .cdr import CdrJointStateReader, Float64MultiArrayWriter
@@ -37,6 +37,7 @@ from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, 
 from .node import ArmNode, main as run_node
 from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
 from .diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
+from .loop_health import LoopHealth, comply_damping, natural_frequency
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
@@ -240,6 +241,8 @@ class DynamicsController(ArmNode):
         self.identification = payload.PayloadService(self)
         self.limiter = speed_limiter.SpeedLimiter(self)
         self.collision = contact_safety.CollisionMonitor(self)
+        self.loop = LoopHealth()
+        self.settle = None   # the law while the loop is latched unstable (loop_health)
         self.observer = self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.load_model()
@@ -376,7 +379,7 @@ class DynamicsController(ArmNode):
         """
         cycle, limiter = self.cycle, self.limiter
         header = cdr.header_stamp(data)
-        if cycle is None or not self.commanding or self.collision.event is not None \
+        if cycle is None or not self.commanding or self.reaction() is not Reaction.NONE \
                 or limiter.enabled or limiter.reference is not None or header is None:
             return False
         received = time.perf_counter()   # wall time: this process's compute time per state
@@ -490,7 +493,12 @@ class DynamicsController(ArmNode):
                                 + ('' if reaction is Reaction.NONE else ' until ~/reset'))
 
     def reaction(self):
-        """The reaction in force: Reaction.STOP or COMPLY while a collision is latched."""
+        """The reaction in force: COMPLY while the loop is latched unstable, else the collision's.
+
+        The unstable loop: nodes.loop_health; the collision's: while one is latched.
+        """
+        if self.loop.unstable is not None:
+            return Reaction.COMPLY
         if self.collision.event is None:
             return Reaction.NONE
         return self.config.safety.reaction
@@ -500,7 +508,8 @@ class DynamicsController(ArmNode):
             v = self.velocity_filter(v, t)
         reaction = self.reaction()
         if reaction is Reaction.COMPLY:
-            return self.config.safety.comply(q, v)
+            comply = self.settle if self.loop.unstable is not None else self.config.safety.comply
+            return (comply or self.config.gravity_compensation)(q, v)
         if self.config.mode == GRAVITY_COMPENSATION and reaction is not Reaction.STOP:
             return self.config.gravity_compensation(q, v)
         if self.config.task is not None and reaction is not Reaction.STOP:
@@ -580,7 +589,9 @@ class DynamicsController(ArmNode):
 
     def on_reset(self, request, response):
         """~/reset: clear a latched collision; tracking resumes holding the current position."""
-        event = self.collision.reset()
+        unstable = self.loop.unstable
+        self.loop.reset()
+        event = self.collision.reset() or unstable
         if event is None:
             response.success, response.message = True, 'no collision latched'
             return response
@@ -728,12 +739,31 @@ class DynamicsController(ArmNode):
         warning, task = self.task.health()
         if warning and level == OK:
             level, message = WARN, warning
+        loop_level, loop_message, loop = self.loop_health()
+        if loop_level > level:
+            level, message = loop_level, loop_message
         if self.collision.event is not None:
             reaction = self.config.safety.reaction
             level = WARN if reaction is Reaction.NONE else ERROR
             message = f'{self.collision.event} (reaction: {reaction.value})'
-        return level, message, {'mode': self.values['mode'], **values, **task,
+        return level, message, {'mode': self.values['mode'], **values, **task, **loop,
                                 **self.collision.health()}
+
+    def loop_health(self):
+        """nodes.loop_health's check of this report; the instability is logged when latched."""
+        was = self.loop.unstable
+        counts = self.diagnostics.counts
+        result = self.loop.check(
+            natural_frequency(self.config.mode, self.config.computed_torque, self.task.law),
+            self.diagnostics.last_rate, self.loop.ages(self.diagnostics.latency, 1),
+            counts['commands'], counts['clamped_commands'] + counts['rate_limited_commands'])
+        if self.loop.unstable is not None and was is None:
+            model, delay = self.arm.model, self.loop.delay or 0.0
+            self.settle = Comply(model, comply_damping(rd.mass_matrix(model, self.q_last), delay))
+            self.get_logger().error(f'{self.loop.unstable}: complying (gravity compensation '
+                                    f'plus joint damping for a {1e3 * delay:.1f} ms delay) '
+                                    f'until ~/reset')
+        return result
 
 
 def main(args=None):
