@@ -7,7 +7,7 @@ VENV := $(if $(filter jazzy,$(ROS_DISTRO)),.venv-jazzy,.venv)
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest -q --timeout=300
 
-.PHONY: all venv demo test test-nojit docs bench bench-nodes lint colcon clean
+.PHONY: all venv demo test test-unit test-nojit docs bench bench-nodes lint colcon clean
 all: test
 
 venv:
@@ -20,6 +20,10 @@ test: venv
 	@$(PY) -m robot_dynamics.versions
 	$(PYTEST) --durations=25 test
 	@$(MAKE) --no-print-directory test-nojit
+
+# Everything but the tests that start nodes on DDS (marked dds) and the minute-long loops.
+test-unit: venv
+	$(PYTEST) -m "not dds and not slow" test
 
 # The same kernels as plain Python (NUMBA_DISABLE_JIT=1), on the tests marked nojit.
 test-nojit: venv

@@ -18,6 +18,24 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'slow: a minute or more of closed loop (runs in the suite)')
     config.addinivalue_line('markers', 'flake8: flake8 compliance (ament_flake8)')
     config.addinivalue_line('markers', 'pep257: docstring style (ament_pep257)')
+    config.addinivalue_line('markers', 'dds: starts node processes on DDS (make test-unit skips '
+                                       'them); set on every test of such a module')
+
+
+# Modules that start nodes without the harness (through robot_dynamics.run or a script)
+DDS_MODULES = {'test_demo', 'test_identification_loop', 'test_nodes_launch', 'test_nodes_soak',
+               'test_nodes_warm_up'}
+
+
+def pytest_collection_modifyitems(config, items):
+    """Mark ``dds`` every test of a module that imports ros_harness or is in DDS_MODULES."""
+    dds = {}
+    for item in items:
+        path = item.path
+        if path not in dds:
+            dds[path] = path.stem in DDS_MODULES or 'ros_harness' in path.read_text()
+        if dds[path]:
+            item.add_marker(pytest.mark.dds)
 
 
 @pytest.fixture(autouse=True, scope='module')
