@@ -131,8 +131,11 @@ def free_contact_duration(robot_mass, region):
 
 
 def free_mass(region, mass, speed, kp=0.0, kd=0.0):
-    """Peak body force of a mass hitting the body at ``speed``, pulled (kp, kd per unit mass)
-    towards a reference moving on at ``speed``; over the first contact, at most 4 T_0."""
+    """Peak body force of a mass hitting the body at ``speed``, over the first contact.
+
+    The mass is pulled (kp, kd per unit mass) towards a reference moving on at ``speed``; the
+    first contact ends when the force returns to 0, at most 4 T_0 after it began.
+    """
     spec = mujoco.MjSpec()
     spec.compiler.inertiafromgeom = mujoco.mjtInertiaFromGeom.mjINERTIAFROMGEOM_FALSE
     robot = spec.worldbody.add_body()

@@ -147,7 +147,7 @@ class Arm(ArmView):
                 np.array([np.asarray(m.velocity)[index] for m in picked]))
 
     def collision(self, timeout=10.0):
-        """The controller's newest ~/collision status once it reports a collision (ERROR)."""
+        """Wait until the controller reports a collision, an ERROR status; its values."""
         deadline = time.monotonic() + timeout
         while True:
             status = self.events.messages[-1].status[0] if len(self.events) else None
@@ -341,9 +341,11 @@ def test_bad_pfl_parameters_are_refused_with_the_reason(arm):
 
 
 def test_pfl_implies_the_contact_reaction(arm):
-    """PFL on: collision detection is on (collision.enable stays false) with the stop reaction,
-    and a reaction of none is refused: a 100 N push down on tool0 (~50 N m on the shoulder,
-    threshold 22.5 N m) is detected and the controller stops until ~/reset."""
+    """PFL on: collision detection on with the stop reaction; a reaction of none refused.
+
+    collision.enable stays false. A 100 N push down on tool0 (~50 N m on the shoulder,
+    threshold 22.5 N m) is detected and the controller stops until ~/reset.
+    """
     result = arm.probe.set_parameters('dynamics_controller', {'pfl.enable': True})[0]
     assert result.successful, result.reason
     values = arm.probe.get_parameters('dynamics_controller', 'collision.enable',
@@ -363,8 +365,11 @@ def test_pfl_implies_the_contact_reaction(arm):
 
 
 def test_the_contact_drive_follows_the_mode():
-    """The pull v_max counts: computed torque's stiffest joint (per unit of reflected mass),
-    operational_space shaped (K 1/s², D = 2ζ√K), an impedance's translational K (N/m) at ζ."""
+    """The pull v_max counts, per mode.
+
+    Computed torque's stiffest joint (per unit of reflected mass), operational_space shaped
+    (K 1/s², D = 2ζ√K), an impedance's translational K (N/m) at ζ.
+    """
     values = {'mode': 'computed_torque', 'cartesian.damping_ratio': 0.7,
               'operational_space.inertia_shaping': True,
               'operational_space.stiffness': [100.0, 900.0, 400.0, 5000.0, 5000.0, 5000.0],

@@ -92,8 +92,10 @@ def test_first_contact_below_transient_and_later_below_quasi_static(arm, name):
 
 
 def test_without_a_reaction_the_arm_presses_on_and_free_mass_speed_exceeds():
-    """UR5e, 2 kg, chest: the standard's free-mass v_max lets the first contact exceed F_T
-    (the controller drives through it), and after it the arm presses beyond F_Q."""
+    """UR5e, 2 kg, chest: the standard's free-mass v_max lets the first contact exceed F_T.
+
+    The controller drives through the contact; after it, the arm presses beyond F_Q.
+    """
     region = REGIONS['chest']
     standard = rig.swing(UR5E_2KG, region, scaling(UR5E_2KG, region, pfl.FREE))
     report('PFL free-mass v_max', UR5E_2KG, region, standard)

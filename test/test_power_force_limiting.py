@@ -404,9 +404,12 @@ def test_contact_force_per_speed_against_an_ode_solver(name, m_R):
 
 
 def test_the_drive_adds_force_chest_worked():
-    """Chest, 4.7 kg, computed torque's default 400/s², 40/s: the free v sqrt(mu k) is 324.3 N
-    per m/s; the controller, still pulling towards its reference, adds ~12 % (the rig in MuJoCo
-    saw 310.9 N at the free-mass v_max, +11 %: test_pfl_contact_mujoco)."""
+    """Chest, 4.7 kg, computed torque's default 400/s², 40/s: the pull adds ~12 %.
+
+    The free v sqrt(mu k) is 324.3 N per m/s; the controller, still pulling towards its
+    reference, adds ~12 % (the rig in MuJoCo saw 310.9 N at the free-mass v_max, +11 %:
+    test_pfl_contact_mujoco).
+    """
     chest = pfl.BODY_REGIONS["chest"]
     assert pfl.contact_force_per_speed(4.7, chest) == pytest.approx(324.26, rel=1e-4)
     assert pfl.drive_factor(4.7, chest, pfl.Drive(400.0, 40.0)) == pytest.approx(1.118, abs=2e-3)
