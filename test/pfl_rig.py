@@ -23,8 +23,10 @@ from scipy.spatial.transform import Rotation
 import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.core.collision import CollisionDetector, stop_reference
+from robot_dynamics.core.algorithms.jacobians import LOCAL_WORLD_ALIGNED
 from robot_dynamics.core.control import ComputedTorque
 from robot_dynamics.core.observers import MomentumObserver
+from robot_dynamics.core.task_control import OperationalSpace
 from robot_dynamics.core.trajectory import JointTrajectory
 
 import mujoco  # noqa: I100 (the test modules skip without it before importing this one)
@@ -181,10 +183,41 @@ def contact_site(model, arm):
     return rd.frame_pose(model, q, arm.tip)[:3, 3], velocity / np.linalg.norm(velocity)
 
 
-def swing(arm, region, scaling=None, react=False):
+class TaskTracking:
+    """operational_space (inertia shaping) at the controller's defaults, on the swing's tip pose.
+
+    K = 400/s² and ζ = 1 on every axis, |e| clipped at 0.05 m and 0.25 rad, a redundant arm's
+    posture held at 10 N m/rad and 2 N m s/rad. The target: the tip's pose, twist J q̇ and
+    acceleration (the twist's difference over a period) along the scaled swing, as a stream
+    played back on the scaled clock would give them; the scale from the nominal twist through
+    the joint velocity of least kinetic energy at the measured q, as the controller does.
+    """
+
+    def __init__(self, model, tip):
+        self.model, self.tip, self.twist = model, tip, None
+        self.law = OperationalSpace(model, np.full(6, KP), 1.0, inertia_shaping=True,
+                                    nullspace_stiffness=10.0, nullspace_damping=2.0,
+                                    max_error=(0.05, 0.25))
+
+    def nominal(self, q, q_d, v_nominal):
+        """The joint velocity the scale is computed on: J̄ ẋ_n at the measured q."""
+        J = rd.frame_jacobian(self.model, q_d, self.tip, reference=LOCAL_WORLD_ALIGNED)
+        return pfl.twist_joint_velocity(self.model, q, self.tip, J @ v_nominal)
+
+    def __call__(self, q, v, q_d, v_d, a_d):
+        J = rd.frame_jacobian(self.model, q_d, self.tip, reference=LOCAL_WORLD_ALIGNED)
+        twist = J @ v_d
+        accel = np.zeros(6) if self.twist is None else (twist - self.twist) / DT
+        self.twist = twist
+        return self.law(q, v, rd.frame_pose(self.model, q_d, self.tip), twist, accel)
+
+
+def swing(arm, region, scaling=None, react=False, task=False):
     """Swing ``arm`` into ``region``'s body; ``scaling``: a SpeedScaling (None: unscaled).
 
-    ``react``: the contact reaction (observer, default thresholds, stop). Returns a Contact.
+    ``react``: the contact reaction (observer, default thresholds, stop: computed torque holds
+    the position at detection, in every mode). ``task``: track the swing in operational space
+    (TaskTracking) instead of computed torque. Returns a Contact.
     """
     _, _, model = arm.load()
     m, skin = scene(arm, region, *contact_site(model, arm))
@@ -195,6 +228,7 @@ def swing(arm, region, scaling=None, react=False):
     d.qpos[iq] = trajectory.sample(0.0)[0]
     mujoco.mj_forward(m, d)
     control = ComputedTorque(model, np.full(model.nv, KP), np.full(model.nv, KD))
+    tracking = TaskTracking(model, arm.tip) if task else control
     observer = MomentumObserver(model, np.full(model.nv, OBSERVER_GAIN))
     detector, held = CollisionDetector(model), None
     clock, forces, touched, tau, contact, still = pfl.ScaledClock(), [], None, None, None, None
@@ -211,11 +245,12 @@ def swing(arm, region, scaling=None, react=False):
             observer.update(q, v, np.zeros(model.nv), 0.0)
         if held is None:
             q_d, v_nominal, _ = trajectory.sample(clock.tau)
+            if task:
+                v_nominal = tracking.nominal(q, q_d, v_nominal)
             clock.advance(scaling.update(q_d, v_nominal, DT) if scaling else 1.0, DT)
-            reference = clock.sample(trajectory)
+            tau = tracking(q, v, *clock.sample(trajectory))
         else:
-            reference = held
-        tau = control(q, v, *reference)
+            tau = control(q, v, *held)
         d.qfrc_applied[iv] = tau
         for _ in range(SUBSTEPS):
             mujoco.mj_step(m, d)

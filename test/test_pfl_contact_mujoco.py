@@ -8,7 +8,8 @@ body is MuJoCo's spring deflection times k, independent of our dynamics.
   within 0.5 %; a mass pulled towards a reference moving on (the controller's drive) at
   core's contact_force_per_speed within 0.5 %.
 - Arms (UR5e with 2 kg, Panda with 3 kg and without payload, its swing then faster) swinging
-  their tip through the body at the swing's fastest point, computed torque at the default gains:
+  their tip through the body at the swing's fastest point, in computed torque and in
+  operational space (inertia shaping) at the controller's default gains:
   with the default PFL (v_max with the drive, contact reaction stop) the first contact peaks
   <= F_T and later forces stay <= F_Q; with the drive-aware v_max alone (no reaction) the first
   contact peaks <= F_T + 1 % (the drive's model is continuous in time, at a constant m_R and a
@@ -36,8 +37,10 @@ DEFAULT_DRIVE = pfl.Drive(rig.KP, rig.KD)   # computed torque's default gains
 UR5E_2KG = dataclasses.replace(rig.UR5E, payload=2.0)
 PANDA_3KG = dataclasses.replace(rig.PANDA, payload=3.0)
 PANDA_FAST = dataclasses.replace(rig.PANDA, times=(0.0, 1.0))
-CASES = [(UR5E_2KG, 'chest'), (UR5E_2KG, 'thigh_knee'), (PANDA_3KG, 'hand'),
-         (PANDA_3KG, 'chest'), (PANDA_3KG, 'upper_arm_elbow'), (PANDA_FAST, 'chest')]
+CASES = [(UR5E_2KG, 'chest', False), (UR5E_2KG, 'thigh_knee', False), (PANDA_3KG, 'hand', False),
+         (PANDA_3KG, 'chest', False), (PANDA_3KG, 'upper_arm_elbow', False),
+         (PANDA_FAST, 'chest', False), (UR5E_2KG, 'chest', True), (UR5E_2KG, 'thigh_knee', True),
+         (PANDA_3KG, 'hand', True), (PANDA_3KG, 'chest', True)]
 
 
 @pytest.mark.parametrize('name', ['hand', 'chest', 'thigh_knee', 'upper_arm_elbow'])
@@ -71,23 +74,27 @@ def report(label, arm, region, contact):
           f'{region.quasi_static_force:.0f})')
 
 
-IDS = [f'{a.name}-{a.payload:g}kg-{a.times[-1]:g}s-{n}' for a, n in CASES]
+IDS = [f'{a.name}-{a.payload:g}kg-{a.times[-1]:g}s-{n}-{"task" if t else "joint"}'
+       for a, n, t in CASES]
 
 
-@pytest.mark.parametrize('arm, name', CASES, ids=IDS)
-def test_first_contact_below_transient_and_later_below_quasi_static(arm, name):
-    region = REGIONS[name]
-    off = rig.swing(arm, region)
-    report('PFL off', arm, region, off)
+@pytest.mark.parametrize('arm, name, task', CASES, ids=IDS)
+def test_first_contact_below_transient_and_later_below_quasi_static(arm, name, task):
+    region, mode = REGIONS[name], 'operational_space' if task else 'computed_torque'
+    off = rig.swing(arm, region, task=task)
+    report(f'{mode}, PFL off', arm, region, off)
     assert off.first > region.transient_force   # the case can fail
-    default = rig.swing(arm, region, scaling(arm, region, DEFAULT_DRIVE), react=True)
-    report('PFL on (drive, stop)', arm, region, default)
+    default = rig.swing(arm, region, scaling(arm, region, DEFAULT_DRIVE), react=True, task=task)
+    report(f'{mode}, PFL on (drive, stop)', arm, region, default)
     assert default.first <= region.transient_force
     assert default.later <= region.quasi_static_force
     assert default.detected is not None
-    assert default.speed == pytest.approx(v_max(default, region), rel=0.02)   # at v_max
-    alone = rig.swing(arm, region, scaling(arm, region, DEFAULT_DRIVE))
-    report('PFL drive, no reaction', arm, region, alone)
+    # at v_max; in operational space the scale is computed on the joint velocity of least
+    # kinetic energy, which the Panda (redundant, its posture held) does not quite take: below
+    assert (0.9 if task else 0.98) * v_max(default, region) <= default.speed \
+        <= 1.02 * v_max(default, region)
+    alone = rig.swing(arm, region, scaling(arm, region, DEFAULT_DRIVE), task=task)
+    report(f'{mode}, PFL drive, no reaction', arm, region, alone)
     assert alone.first <= 1.01 * region.transient_force
 
 
