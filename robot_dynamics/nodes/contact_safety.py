@@ -197,8 +197,9 @@ def configure(values, arm, effort_limits):
     """Safety from the parameter values; ConfigError with the reason for a bad set."""
     acc = acceleration_limits(values, arm)
     reaction = Reaction(values['collision.reaction'])
+    implied = pfl_reaction(values, reaction)
     try:
-        found = detection(values, arm, implied=pfl_reaction(values, reaction))
+        found = detection(values, arm, implied=implied)
     except ConfigError as error:
         if values['collision.enable']:
             raise
