@@ -1,138 +1,113 @@
-"""Power and force limiting against a compliant body in MuJoCo: the peak transient contact force.
+"""Power and force limiting against ISO/TS 15066's body model in MuJoCo: the force on the body.
 
-ISO/TS 15066 A.3 models a transient contact as the robot's effective mass m_R hitting the body
-region's mass m_H through a spring k. Here that is built in MuJoCo, beside the UR5e (2 kg
-payload) of test_nodes_pfl: a body of the chest's m_H on a free slide joint along the tool's
-direction of motion, carrying a light skin plate (0.1 kg) on a slide joint of the chest's
-stiffness k; the tool (a sphere at tool0) hits the plate, the contact itself much stiffer than
-k. The arm follows the swing of test_nodes_pfl under computed torque (core), with core's
-SpeedScaling and ScaledClock (what the controller's speed limiter runs) or without, on MuJoCo's
-dynamics at 4 kHz. The peak spring force k·x in the first 60 ms of contact:
+The rig (pfl_rig.py): the body region as the standard's two masses and a spring (m_H on a free
+slide, a light skin plate on a spring k), hit by a sphere at the arm's tip; the force on the
+body is MuJoCo's spring deflection times k, independent of our dynamics.
 
-- agrees with the standard's model, v sqrt(μ k) at the measured contact speed with m_R from core,
-  within 6 % (MuJoCo's dynamics against our reflected mass), a few % above it: the model's
-  robot is a free mass, the arm here is still driven into the body during the ~20 ms impact;
-- with PFL on F_T, the contact comes at v_max and the force reaches F_T plus that drive's share
-  (at most 6 % over); with PFL on F_T lowered by 6 % (a region override), it stays under F_T;
-- without PFL it exceeds F_T by more than 25 %.
+- Calibration: a free mass hitting the body peaks at v sqrt(μ k) (the standard's formula)
+  within 0.5 %; a mass pulled towards a reference moving on (the controller's drive) at
+  core's contact_force_per_speed within 0.5 %.
+- Arms (UR5e with 2 kg, Panda with 3 kg and without payload, its swing then faster) swinging
+  their tip through the body at the swing's fastest point, in computed torque and in
+  operational space (inertia shaping) at the controller's default gains:
+  with the default PFL (v_max with the drive, contact reaction stop) the first contact peaks
+  <= F_T and later forces stay <= F_Q; with the drive-aware v_max alone (no reaction) the first
+  contact peaks <= F_T + 1 % (the drive's model is continuous in time, at a constant m_R and a
+  reference moving on at constant speed; the arm is controlled at 1 kHz, its m_R changes during
+  the contact: 280.5 N on the unloaded Panda's chest); without PFL the first contact exceeds
+  F_T and, without a reaction, the arm presses on past F_Q. With the standard's free-mass v_max
+  the UR5e's chest contact exceeds F_T: the controller's drive matters.
 
-References: the standard's values; the force is MuJoCo's (spring deflection), independent of
-our dynamics; the prediction v sqrt(μ k) at the measured contact speed is printed beside it.
+References: the standard's values and formula, MuJoCo's dynamics. The rig's swing does not
+enforce joint velocity limits (the unloaded Panda's faster swing exceeds joint 1's).
 """
+import dataclasses
 import math
 
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
 
-import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
-from robot_dynamics.core.control import ComputedTorque
-from robot_dynamics.core.trajectory import JointTrajectory
 
-mujoco = pytest.importorskip('mujoco')
-from robot_dynamics.simulation.mujoco_engine import mujoco_urdf  # noqa: E402
+pytest.importorskip('mujoco')
+import pfl_rig as rig  # noqa: E402
 
-CHEST = pfl.BODY_REGIONS['chest']
-PAYLOAD = {'mass': 2.0, 'com': [0.0, 0.0, 0.05]}
-Q0 = np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])
-SWING = JointTrajectory([0.0, 0.8, 1.6], Q0 + np.array(
-    [[0.0] * 6, [0.8, 0.3, -0.4, 0.2, 0.3, 0.0], [1.6, 0.0, 0.0, 0.0, 0.0, 0.0]]))
-DT, SUBSTEPS = 1e-3, 4      # control period; MuJoCo steps per control period
-RADIUS, SKIN = 0.01, 0.005  # m: the tool sphere; half the plate's thickness
-WINDOW = 0.06               # s of contact in which the transient peak is taken
-
-
-def arm():
-    urdf = open(rd.robot_urdf('ur5e')).read()
-    unloaded = rd.load_urdf(urdf, 'base_link', 'tool0')
-    return urdf, unloaded, rd.with_payload(unloaded, **PAYLOAD)
+REGIONS = pfl.BODY_REGIONS
+DEFAULT_DRIVE = pfl.Drive(rig.KP, rig.KD)   # computed torque's default gains
+UR5E_2KG = dataclasses.replace(rig.UR5E, payload=2.0)
+PANDA_3KG = dataclasses.replace(rig.PANDA, payload=3.0)
+PANDA_FAST = dataclasses.replace(rig.PANDA, times=(0.0, 1.0))
+CASES = [(UR5E_2KG, 'chest', False), (UR5E_2KG, 'thigh_knee', False), (PANDA_3KG, 'hand', False),
+         (PANDA_3KG, 'chest', False), (PANDA_3KG, 'upper_arm_elbow', False),
+         (PANDA_FAST, 'chest', False), (UR5E_2KG, 'chest', True), (UR5E_2KG, 'thigh_knee', True),
+         (PANDA_3KG, 'hand', True), (PANDA_3KG, 'chest', True)]
 
 
-def contact_site(model):
-    """Tool0's position and unit velocity where the nominal swing is fastest (base axes)."""
-    times = np.linspace(0.0, 1.6, 321)
-    speeds = [np.linalg.norm(pfl.point_velocity(model, *SWING.sample(t)[:2], 'tool0'))
-              for t in times]
-    q, v, _ = SWING.sample(times[int(np.argmax(speeds))])
-    velocity = pfl.point_velocity(model, q, v, 'tool0')
-    return rd.frame_pose(model, q, 'tool0')[:3, 3], velocity / np.linalg.norm(velocity)
+@pytest.mark.parametrize('name', ['hand', 'chest', 'thigh_knee', 'upper_arm_elbow'])
+@pytest.mark.parametrize('mass, speed', [(1.0, 1.0), (5.0, 0.8)])
+def test_rig_calibration_against_the_two_mass_model(name, mass, speed):
+    region = REGIONS[name]
+    mu = pfl.reduced_mass(mass, region.effective_mass)
+    free = rig.free_mass(region, mass, speed)
+    assert free == pytest.approx(speed * math.sqrt(mu * region.spring_constant), rel=5e-3)
+    driven = rig.free_mass(region, mass, speed, rig.KP, rig.KD)
+    assert driven == pytest.approx(
+        speed * pfl.contact_force_per_speed(mass, region, DEFAULT_DRIVE), rel=5e-3)
+    assert driven > free   # the drive adds force
 
 
-def scene(urdf, unloaded, p, u):
-    """MuJoCo: the arm, a sphere on tool0, the chest (m_H, free slide) with its skin (spring k)."""
-    spec = mujoco.MjSpec.from_string(mujoco_urdf(urdf, unloaded, PAYLOAD))
-    sphere = spec.body('tool0').add_geom()
-    sphere.type, sphere.size = mujoco.mjtGeom.mjGEOM_SPHERE, [RADIUS, 0.0, 0.0]
-    axes = np.linalg.qr(np.column_stack([u, np.eye(3)]))[0][:, :3]
-    axes *= np.sign(axes[:, 0] @ u)
-    axes[:, 2] = np.cross(axes[:, 0], axes[:, 1])
-    x, y, z, w = Rotation.from_matrix(axes).as_quat()
-    chest = spec.worldbody.add_body()
-    chest.name, chest.pos, chest.quat = 'chest', p + (RADIUS + SKIN) * u, [w, x, y, z]
-    chest.mass, chest.inertia, chest.gravcomp = CHEST.effective_mass, [1.0] * 3, 1.0
-    slide(chest, 'chest', 0.0)
-    skin = chest.add_body()
-    skin.name, skin.mass, skin.inertia, skin.gravcomp = 'skin', 0.1, [1e-4] * 3, 1.0
-    slide(skin, 'skin', CHEST.spring_constant)
-    plate = skin.add_geom()
-    plate.type, plate.size = mujoco.mjtGeom.mjGEOM_BOX, [SKIN, 0.1, 0.1]
-    plate.solref = [2.0 * DT / SUBSTEPS, 1.0]   # contact ~4e5 N/m: stiff beside k
-    m = spec.compile()
-    m.opt.timestep = DT / SUBSTEPS
-    m.dof_armature[:] = m.dof_damping[:] = m.dof_frictionloss[:] = 0.0
-    return m
+def scaling(arm, region, drive):
+    model = arm.load()[2]
+    return pfl.SpeedScaling(model, [pfl.ContactPoint(arm.tip)], [region], drive=drive)
 
 
-def slide(body, name, stiffness):
-    joint = body.add_joint()
-    joint.name, joint.type, joint.axis = name, mujoco.mjtJoint.mjJNT_SLIDE, [1.0, 0.0, 0.0]
-    joint.stiffness = [stiffness, 0.0, 0.0]
+def v_max(contact, region):
+    """The drive-aware v_max at the contact's m_R: F_T over contact_force_per_speed."""
+    return region.transient_force / pfl.contact_force_per_speed(
+        contact.reflected_mass, region, DEFAULT_DRIVE)
 
 
-def run(region):
-    """Swing into the chest, scaled for ``region`` (None: not scaled).
+def report(label, arm, region, contact):
+    print(f'{arm.name} +{arm.payload:g} kg {region.name} {label}: contact at {contact.speed:.3f} '
+          f'm/s, m_R {contact.reflected_mass:.2f} kg: first {contact.first:.1f} N (F_T '
+          f'{region.transient_force:.0f}), later {contact.later:.1f} N (F_Q '
+          f'{region.quasi_static_force:.0f})')
 
-    Returns (peak spring force N, tool speed at first contact m/s, m_R there kg).
+
+IDS = [f'{a.name}-{a.payload:g}kg-{a.times[-1]:g}s-{n}-{"task" if t else "joint"}'
+       for a, n, t in CASES]
+
+
+@pytest.mark.parametrize('arm, name, task', CASES, ids=IDS)
+def test_first_contact_below_transient_and_later_below_quasi_static(arm, name, task):
+    region, mode = REGIONS[name], 'operational_space' if task else 'computed_torque'
+    off = rig.swing(arm, region, task=task)
+    report(f'{mode}, PFL off', arm, region, off)
+    assert off.first > region.transient_force   # the case can fail
+    default = rig.swing(arm, region, scaling(arm, region, DEFAULT_DRIVE), react=True, task=task)
+    report(f'{mode}, PFL on (drive, stop)', arm, region, default)
+    assert default.first <= region.transient_force
+    assert default.later <= region.quasi_static_force
+    assert default.detected is not None
+    # at v_max; in operational space the scale is computed on the joint velocity of least
+    # kinetic energy, which the Panda (redundant, its posture held) does not quite take: below
+    assert (0.9 if task else 0.98) * v_max(default, region) <= default.speed \
+        <= 1.02 * v_max(default, region)
+    alone = rig.swing(arm, region, scaling(arm, region, DEFAULT_DRIVE), task=task)
+    report(f'{mode}, PFL drive, no reaction', arm, region, alone)
+    assert alone.first <= 1.01 * region.transient_force
+
+
+def test_without_a_reaction_the_arm_presses_on_and_free_mass_speed_exceeds():
+    """UR5e, 2 kg, chest: the standard's free-mass v_max lets the first contact exceed F_T.
+
+    The controller drives through the contact; after it, the arm presses beyond F_Q.
     """
-    urdf, unloaded, model = arm()
-    m = scene(urdf, unloaded, *contact_site(model))
-    d = mujoco.MjData(m)
-    iq = m.jnt_qposadr[[m.joint(n).id for n in model.joint_names]]
-    iv = m.jnt_dofadr[[m.joint(n).id for n in model.joint_names]]
-    skin = m.jnt_qposadr[m.joint('skin').id]
-    d.qpos[iq] = Q0
-    mujoco.mj_forward(m, d)
-    control = ComputedTorque(model, np.full(6, 400.0), np.full(6, 40.0))
-    scaling = region and pfl.SpeedScaling(model, [pfl.ContactPoint('tool0')], [region])
-    clock, forces, touched = pfl.ScaledClock(), [], None
-    while touched is None or d.time < touched[0] + WINDOW:
-        q, v = d.qpos[iq].copy(), d.qvel[iv].copy()
-        q_d, v_nominal, _ = SWING.sample(clock.tau)
-        clock.advance(scaling.update(q_d, v_nominal, DT) if region else 1.0, DT)
-        d.qfrc_applied[iv] = control(q, v, *clock.sample(SWING))
-        for _ in range(SUBSTEPS):
-            mujoco.mj_step(m, d)
-            forces.append(CHEST.spring_constant * abs(d.qpos[skin]))
-        if touched is None and d.ncon:
-            velocity = pfl.point_velocity(model, q, v, 'tool0')
-            touched = (d.time, np.linalg.norm(velocity),
-                       pfl.reflected_mass(model, q, 'tool0', velocity))
-        assert d.time < 4.0, 'the tool never touched the chest'
-    return max(forces), touched[1], touched[2]
-
-
-def test_peak_contact_force_with_and_without_pfl():
-    margin = pfl.body_regions({'chest': {'transient_force': 0.94 * CHEST.transient_force}})
-    runs = {'PFL on F_T': CHEST, 'PFL on 0.94 F_T': margin['chest'], 'PFL off': None}
-    results = {name: run(region) for name, region in runs.items()}
-    for name, (force, speed, m_R) in results.items():
-        model = speed * math.sqrt(pfl.reduced_mass(m_R, CHEST.effective_mass)
-                                  * CHEST.spring_constant)
-        print(f"{name}: contact at {speed:.3f} m/s (chest v_max "
-              f"{pfl.permissible_speed(m_R, CHEST):.3f} m/s, m_R {m_R:.2f} kg): peak force "
-              f"{force:.1f} N, model v sqrt(mu k) {model:.1f} N, F_T {CHEST.transient_force:.0f} N")
-        assert model <= force <= 1.06 * model
-    assert results['PFL on F_T'][0] <= 1.06 * CHEST.transient_force
-    assert results['PFL on 0.94 F_T'][0] <= CHEST.transient_force
-    assert results['PFL off'][0] > 1.25 * CHEST.transient_force
+    region = REGIONS['chest']
+    standard = rig.swing(UR5E_2KG, region, scaling(UR5E_2KG, region, pfl.FREE))
+    report('PFL free-mass v_max', UR5E_2KG, region, standard)
+    v_max = pfl.permissible_speed(standard.reflected_mass, region)
+    assert standard.speed == pytest.approx(v_max, rel=0.01)
+    assert standard.first > 1.05 * region.transient_force
+    assert standard.later > region.quasi_static_force
+    assert np.isfinite(standard.first)

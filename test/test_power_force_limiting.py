@@ -354,3 +354,70 @@ def test_closed_loop_speed_scaling_panda_hand():
     assert np.all(speed <= v_max * 1.02), (speed / v_max).max()
     assert np.all(energy <= hand.energy_limit * 1.02**2)
     assert speed.max() > 0.9 * v_max.min()   # slowed, not stopped
+
+
+def two_mass_peak(m_R, region, K, D, horizon):
+    """The peak spring force per unit speed of the driven two-mass model, by scipy's solve_ivp.
+
+    m_R ẍ_R = K (t - x_R) + D (1 - ẋ_R) - F, m_H ẍ_H = F, F = k max(0, x_R - x_H), v = 1;
+    the peak over the first contact (until F returns to 0), at most ``horizon`` s.
+    """
+    from scipy.integrate import solve_ivp
+    k, m_H = region.spring_constant, region.effective_mass
+
+    def rates(t, y):
+        force = k * max(0.0, y[0] - y[2])
+        return [y[1], (K * (t - y[0]) + D * (1.0 - y[1]) - force) / m_R, y[3], force / m_H]
+
+    def separated(t, y):
+        return y[0] - y[2] + (t < 1e-4)   # not at the start, where the spring is at rest
+    separated.terminal, separated.direction = True, -1
+    sol = solve_ivp(rates, (0.0, horizon), [0.0, 1.0, 0.0, 0.0], events=separated,
+                    max_step=horizon / 4000, rtol=1e-10, atol=1e-13)
+    return k * np.max(sol.y[0] - sol.y[2])
+
+
+@pytest.mark.parametrize("name", ["hand", "chest", "thigh_knee", "upper_arm_elbow", "neck"])
+@pytest.mark.parametrize("m_R", [0.7, 4.7, 30.0])
+def test_contact_force_per_speed_against_an_ode_solver(name, m_R):
+    region = pfl.BODY_REGIONS[name]
+    mu = pfl.reduced_mass(m_R, region.effective_mass)
+    T0 = math.pi * math.sqrt(mu / region.spring_constant)   # the free contact's duration
+    # no drive: the standard's v sqrt(mu k), which the solver confirms
+    assert pfl.contact_force_per_speed(m_R, region) == pytest.approx(
+        math.sqrt(mu * region.spring_constant), rel=1e-12)
+    assert two_mass_peak(m_R, region, 0.0, 0.0, 4 * T0) == pytest.approx(
+        math.sqrt(mu * region.spring_constant), rel=1e-4)
+    for drive in (pfl.Drive(400.0, 40.0), pfl.Drive(100.0, 5.0),
+                  pfl.Drive(stiffness=1000.0, damping_ratio=1.0)):
+        K, D = drive.gains(m_R)
+        assert D == pytest.approx(m_R * drive.kd + 2 * drive.damping_ratio * math.sqrt(
+            m_R * drive.stiffness))
+        exact = two_mass_peak(m_R, region, K, D, 4 * T0)
+        assert pfl.contact_force_per_speed(m_R, region, drive) == pytest.approx(exact, rel=1e-4)
+        factor = pfl.drive_factor(m_R, region, drive)
+        assert factor == pytest.approx(exact / math.sqrt(mu * region.spring_constant), rel=2e-3)
+        assert factor >= 1.0
+        # v_max with the drive: the speed whose driven first contact peaks at F_T
+        v_max = pfl.permissible_speed(m_R, region, drive)
+        assert v_max * exact == pytest.approx(region.transient_force, rel=2e-3)
+
+
+def test_the_drive_adds_force_chest_worked():
+    """Chest, 4.7 kg, computed torque's default 400/s², 40/s: the pull adds ~12 %.
+
+    The free v sqrt(mu k) is 324.3 N per m/s; the controller, still pulling towards its
+    reference, adds ~12 % (the rig in MuJoCo saw 310.9 N at the free-mass v_max, +11 %:
+    test_pfl_contact_mujoco).
+    """
+    chest = pfl.BODY_REGIONS["chest"]
+    assert pfl.contact_force_per_speed(4.7, chest) == pytest.approx(324.26, rel=1e-4)
+    assert pfl.drive_factor(4.7, chest, pfl.Drive(400.0, 40.0)) == pytest.approx(1.118, abs=2e-3)
+    assert pfl.drive_factor(math.inf, chest, pfl.Drive(400.0, 40.0)) == 1.0
+    assert pfl.permissible_speed(4.7, chest, pfl.FREE) == pfl.permissible_speed(4.7, chest)
+    for bad in (dict(kp=-1.0), dict(kd=math.nan), dict(stiffness=math.inf)):
+        with pytest.raises(ValueError, match="Drive"):
+            pfl.Drive(**bad)
+    model = rd.load_urdf(rd.robot_urdf("ur5e"), "base_link", "tool0")
+    with pytest.raises(ValueError, match="drive must be a Drive"):
+        pfl.SpeedScaling(model, [pfl.ContactPoint("tool0")], [chest], drive=(400.0, 40.0))

@@ -34,7 +34,8 @@ EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
 DETECTION_PARAMS = (
     Param('collision.enable', False, 'bool', 'detect collisions from the momentum observer\'s '
           'residual (needs measured efforts in joint_states); off by default: the default '
-          'thresholds presume a model within 5 % of the arm'),
+          'thresholds presume a model within 5 % of the arm; the controller\'s pfl.enable '
+          'turns it on'),
     Param('collision.thresholds', [], 'double[]', 'per joint |tau_ext| over which a sample '
           'counts, N m (N); empty: 15 % of each effort limit (5 % with modelled friction)',
           per_joint=True),
@@ -58,7 +59,8 @@ CONTROLLER_PARAMS = (
 ) + DETECTION_PARAMS + (
     Param('collision.reaction', Reaction.STOP.value, 'string', 'on a collision: none (report '
           'only), stop (hold the position with computed torque, trajectory aborted), comply '
-          '(gravity compensation plus joint damping: the arm yields); until ~/reset',
+          '(gravity compensation plus joint damping: the arm yields); until ~/reset; none is '
+          'refused while pfl.enable',
           choices=tuple(r.value for r in Reaction)),
     Param('collision.observer_gain', [], 'double[]', 'gain K of the controller\'s momentum '
           f'observer, 1/s (empty: {DEFAULT_OBSERVER_GAIN} for every joint)', per_joint=True),
@@ -93,9 +95,12 @@ class Safety:
     max_gap: float                # s, see ``collision.max_gap``
 
 
-def detection(values, arm):
-    """The ``collision.*`` detection parameters as a Detection (None when disabled)."""
-    if not values['collision.enable']:
+def detection(values, arm, implied=False):
+    """The ``collision.*`` detection parameters as a Detection (None when disabled).
+
+    ``implied``: on whatever ``collision.enable`` (the controller's PFL needs it, pfl_reaction).
+    """
+    if not (values['collision.enable'] or implied):
         return None
     model = arm.model
     if len(values['collision.thresholds']):
@@ -141,11 +146,32 @@ def reference_limiter(model, acceleration_limit):
     return lambda: SetpointLimiter(model, acc)
 
 
+def pfl_reaction(values, reaction):
+    """With ``pfl.enable``, collision detection is on and its reaction must act (ConfigError).
+
+    The permissible speed bounds the first contact only; after it the controller, still
+    tracking, would press on the body beyond its quasi-static limit (docs/power_force_
+    limiting.md). So PFL implies detection, and a reaction of none is refused.
+    """
+    if values['pfl.enable'] and reaction is Reaction.NONE:
+        raise ConfigError('collision.reaction none is refused while pfl.enable is true: after a '
+                          'contact the arm would keep pressing on the body beyond its '
+                          'quasi-static limit; choose stop or comply (PFL turns collision '
+                          'detection on)')
+    return bool(values['pfl.enable'])
+
+
 def configure(values, arm, effort_limits):
     """Safety from the parameter values; ConfigError with the reason for a bad set."""
     acc = acceleration_limits(values, arm)
     reaction = Reaction(values['collision.reaction'])
-    found = detection(values, arm)
+    implied = pfl_reaction(values, reaction)
+    try:
+        found = detection(values, arm, implied=implied)
+    except ConfigError as error:
+        if values['collision.enable']:
+            raise
+        raise ConfigError(f'pfl.enable turns collision detection on: {error}') from None
     gain = (arm.per_joint(values, 'collision.observer_gain')
             if len(values['collision.observer_gain']) else
             np.full(arm.model.nv, DEFAULT_OBSERVER_GAIN))

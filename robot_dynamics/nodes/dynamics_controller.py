@@ -255,15 +255,16 @@ class DynamicsController(ArmNode):
             limits = arm.per_joint(values, 'effort_limits')
             if (limits <= 0).any():
                 raise ConfigError(f"effort_limits must be > 0, got {values['effort_limits']}")
-        ct = ComputedTorque(arm.model, *joint_gains(values, arm),
-                            *integral_gains(values, arm, limits))
+        kp, kd = joint_gains(values, arm)
+        ct = ComputedTorque(arm.model, kp, kd, *integral_gains(values, arm, limits))
         gravity = GravityCompensation(arm.model, values['friction_compensation'],
                                       values['friction_deadband'])
         safety = contact_safety.configure(values, arm, limits)
         return Config(values['mode'], gravity, ct, np.array(limits),
                       float(values['max_effort_rate']), profiles.profile(values, arm),
                       safety, task_space.configure(values, arm),
-                      speed_limiter.configure(values, arm.model),
+                      speed_limiter.configure(values, arm.model,
+                                              speed_limiter.contact_drive(values, kp, kd)),
                       float(values['velocity_filter_cutoff']))
 
     def apply(self, config):

@@ -20,6 +20,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 
+from . import task_space
 from .parameters import ConfigError, Param
 
 PUBLISH_PERIOD = 0.01   # s: ~/speed_scaling at 100 Hz while scaling
@@ -33,7 +34,9 @@ GREEN, ORANGE, RED = (0.1, 0.8, 0.1), (1.0, 0.6, 0.0), (0.9, 0.1, 0.1)
 PARAMS = (
     Param('pfl.enable', False, 'bool', 'power and force limiting: slow joint trajectories and '
           'task-space target streams so each contact point stays <= v_max of its body regions '
-          '(ISO/TS 15066 A.3)'),
+          '(ISO/TS 15066 A.3, counting the controller\'s pull during a contact), and turn '
+          'collision detection on with its reaction (none refused): '
+          'docs/power_force_limiting.md'),
     Param('pfl.frames', [], 'string[]', 'contact points: frame names (empty: the tip)'),
     Param('pfl.offsets', [], 'double[]', 'contact points: 3 per frame, m, from the frame origin '
           'in frame axes (empty: the frame origins)'),
@@ -99,8 +102,31 @@ def body_regions(values):
     return [table[n] for n in names]
 
 
-def configure(values, model):
-    """Parameter values -> LimiterConfig, or ConfigError with the reason."""
+def contact_drive(values, kp, kd):
+    """The controller's pull on a contact point during a contact, in the configured mode.
+
+    A pfl.Drive (docs/power_force_limiting.md): computed torque (and the stop reaction, which
+    is computed torque) pulls with its stiffest joint's gains kp, kd (1/s², 1/s, per unit of
+    reflected mass); operational_space with inertia shaping with its largest translational
+    stiffness K (1/s²) and D = 2ζ √K; a Cartesian impedance (and operational_space without
+    shaping) with its largest translational stiffness (N/m) at its damping ratio ζ.
+    """
+    mode, zeta = values['mode'], float(values['cartesian.damping_ratio'])
+    if mode == task_space.OPERATIONAL_SPACE and values['operational_space.inertia_shaping']:
+        k = float(max(values['operational_space.stiffness'][:3]))
+        return pfl.Drive(kp=k, kd=2.0 * zeta * np.sqrt(k))
+    if mode in task_space.MODES:
+        return pfl.Drive(stiffness=float(max(values['cartesian.stiffness'][:3])),
+                         damping_ratio=zeta)
+    return pfl.Drive(kp=float(np.max(kp)), kd=float(np.max(kd)))
+
+
+def configure(values, model, drive=pfl.FREE):
+    """Parameter values -> LimiterConfig, or ConfigError with the reason.
+
+    ``drive``: the controller's pull during a contact (contact_drive): v_max is the speed whose
+    first contact peaks at F_T with it.
+    """
     points, regions = contact_points(values, model), body_regions(values)
     if points is None:   # a whole tree and no pfl.frames: nothing to limit nor monitor
         if values['pfl.enable']:
@@ -110,6 +136,7 @@ def configure(values, model):
         return LimiterConfig(False, None, None, values['pfl.marker_rate'],
                              values['pfl.marker_scale'])
     rates = {k: values[f'pfl.{k}'] for k in ('rise_rate', 'fall_rate', 'hysteresis')}
+    rates['drive'] = drive
     try:
         scaling = pfl.SpeedScaling(model, points, regions, **rates)
         monitor = pfl.SpeedScaling(model, points, regions, **rates)
