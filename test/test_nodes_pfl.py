@@ -17,10 +17,10 @@ and m_H: the standard's energy, E = F_T² / (2k) at v_max) stays <= F_T² / (2k)
 4 % of energy); s dips once, smoothly, and returns to 1; the motion follows the swing's path
 (scipy's clamped spline through the waypoints) with velocities along its tangent. Without PFL
 the speed exceeds v_max (the test can fail). v_max here is the standard's, for a free robot
-mass; the controller's own, which counts its pull during a contact (docs/power_force_limiting.md),
-is lower (the chest: 0.89 of it, checked against scipy's ODE solver in the diagnostics). Then
-diagnostics and markers, and the contact reaction PFL implies: a push on the tool is detected
-and stops the arm, a reaction of none is refused.
+mass; the controller's own, which counts its pull during a contact
+(doc/guides/power_force_limiting.md), is lower (the chest: 0.89 of it, checked against scipy's
+ODE solver in the diagnostics). Then diagnostics and markers, and the contact reaction PFL
+implies: a push on the tool is detected and stops the arm, a reaction of none is refused.
 
 References independent of the controller: the standard's formula with m_R from core (checked
 against Pinocchio in test_power_force_limiting), scipy's spline, the measured joint states.
@@ -263,7 +263,7 @@ def test_diagnostics_and_markers(arm):
         assert s['point0.frame'] == 'tool0'
         m_R, v_max = float(s['point0.reflected_mass_kg']), float(s['point0.permissible_speed_m_s'])
         # the speed whose first contact peaks at F_T with the default gains' pull (400/s²,
-        # 40/s: docs/power_force_limiting.md), from scipy's ODE solver
+        # 40/s: doc/guides/power_force_limiting.md), from scipy's ODE solver
         mu = pfl.reduced_mass(m_R, CHEST.effective_mass)
         peak = two_mass_peak(m_R, CHEST, 400.0 * m_R, 40.0 * m_R,
                              4 * math.pi * math.sqrt(mu / CHEST.spring_constant))

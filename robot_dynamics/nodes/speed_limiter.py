@@ -36,7 +36,7 @@ PARAMS = (
           'task-space target streams so each contact point stays <= v_max of its body regions '
           '(ISO/TS 15066 A.3, counting the controller\'s pull during a contact), and turn '
           'collision detection on with its reaction (none refused): '
-          'docs/power_force_limiting.md'),
+          'doc/guides/power_force_limiting.md'),
     Param('pfl.frames', [], 'string[]', 'contact points: frame names (empty: the tip)'),
     Param('pfl.offsets', [], 'double[]', 'contact points: 3 per frame, m, from the frame origin '
           'in frame axes (empty: the frame origins)'),
@@ -105,7 +105,7 @@ def body_regions(values):
 def contact_drive(values, kp, kd):
     """The controller's pull on a contact point during a contact, in the configured mode.
 
-    A pfl.Drive (docs/power_force_limiting.md): computed torque (and the stop reaction, which
+    A pfl.Drive (doc/guides/power_force_limiting.md): computed torque (and the stop reaction, which
     is computed torque) pulls with its stiffest joint's gains kp, kd (1/s², 1/s, per unit of
     reflected mass); operational_space with inertia shaping with its largest translational
     stiffness K (1/s²) and D = 2ζ √K; a Cartesian impedance (and operational_space without
