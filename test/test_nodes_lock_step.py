@@ -64,6 +64,9 @@ class Run(ArmView):
         assert set(codes.values()) == {0}, self.launch.logs()
 
 
+RELEASES = ['']   # the simulators' lock releases, if any: what a failure shows
+
+
 def steady_error(loads):
     """The scenario's figures with ``loads`` CPU-bound processes running beside it."""
     burners = [subprocess.Popen(['yes'], stdout=subprocess.DEVNULL) for _ in range(loads)]
@@ -71,6 +74,8 @@ def steady_error(loads):
     try:
         return run.steady_error()
     finally:
+        RELEASES[0] += '\n'.join(line for line in run.launch.log('arm_simulator').splitlines()
+                                 if 'lock step released' in line)
         for burner in burners:
             burner.kill()
             burner.wait()
@@ -84,4 +89,4 @@ def test_the_figures_of_a_closed_loop_do_not_depend_on_the_load():
           f'{quiet[0]:.4e} / {quiet[1]:.4e} rad, beside {LOADS} CPU-bound processes '
           f'{loaded[0]:.4e} / {loaded[1]:.4e} rad')
     assert 3e-4 < quiet[0] < 0.1   # friction holds the arm off the step, and it holds the step
-    np.testing.assert_allclose(loaded, quiet, rtol=0.005)
+    np.testing.assert_allclose(loaded, quiet, rtol=0.005, err_msg=RELEASES[0])

@@ -32,7 +32,7 @@ MIN_SPEED = 0.05     # rad/s (m/s): RMS velocity below which a joint counts as n
 #: friction there is not a function of q̇ (dry friction holds anything up to breakaway), so
 #: friction fits leave out its rows within REST_REACH / cutoff s of such a sample (``sliding``;
 #: about the half-width of the zero-phase filter's response, which spreads a stuck stretch)
-REST_SPEED, REST_REACH = 3.0, 0.5
+REST_SPEED, REST_REACH = 1.0, 0.5
 MAX_GAP = 0.2        # largest gap in the stamps, in units of 1 / cutoff
 SMALL = 0.005        # m: a payload's inertia below mass x SMALL² counts as a point mass's
 
