@@ -18,7 +18,7 @@ DDS). The scene measures:
   ``--friction --armature``);
 - **after, stiction fitted**: the same fit with the Stribeck term's stiction (``--stiction``,
   v_s the plant's);
-- **+ integral**, **+ friction**: with the controller options of issue 17, the integral term
+- **+ integral**, **+ friction**: with the controller's options for a real arm, the integral term
   ``ki`` and friction compensation with its ``friction_deadband`` (``velocity_filter_cutoff``
   is left out: on this plant it costs tracking more than it saves; README).
 

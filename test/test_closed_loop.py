@@ -1,10 +1,11 @@
 """Controller options on the realistic plant, closed in one process (simulation.closed_loop).
 
-The effect of each option of issue 17, measured with robot_dynamics.demo_realistic's figures on
-the internal engine: the plant is plant.profile realistic, the model the nominal URDF (before
-identification) or the nominal URDF with the plant's own armature and friction (what a perfect
-``fit_dynamics --friction --armature`` gives; the stiction and the delay stay unmodelled); and
-the scene's own in-process fits (``fitted_model``) on both plants.
+The effect of each controller option for a real arm, measured with
+robot_dynamics.demo_realistic's figures on the internal engine: the plant is plant.profile
+realistic, the model the nominal URDF (before identification) or the nominal URDF with the
+plant's own armature and friction (what a perfect ``fit_dynamics --friction --armature`` gives;
+the stiction and the delay stay unmodelled); and the scene's own in-process fits
+(``fitted_model``) on both plants.
 """
 import numpy as np
 import pytest
@@ -53,7 +54,7 @@ def test_friction_deadband_removes_the_chatter_of_coulomb_compensation_at_rest()
                                        dict(options, friction_deadband=0.01))
     assert chatter > 0.03
     assert chatter_db < 0.05 * chatter
-    assert drift_db < 1e-3 and drift_db <= drift   # issue 17's drift target over 5 s
+    assert drift_db < 1e-3 and drift_db <= drift   # the drift target over 5 s
 
 
 @pytest.fixture(scope='module')
@@ -64,7 +65,7 @@ def known_terms_step():
 
 def test_with_the_joint_terms_known_the_wrench_estimate_meets_the_issue_targets(
         known_terms_step):
-    """Bias < 0.5 N, 15 N push error < 1 N (issue 17), where the nominal model gives ~0.36 N."""
+    """Bias < 0.5 N, 15 N push error < 1 N (the targets), where the nominal model gives ~0.36 N."""
     assert known_terms_step['wrench_bias_n'] < 0.05
     assert known_terms_step['push_error_n'] < 0.1
 
@@ -74,7 +75,7 @@ def test_velocity_filter_cuts_command_noise_and_costs_tracking_lag(known_terms_s
     filtered = scene.step(ARM, KNOWN, scene.EXACT_LINKS, 'internal', dict(cutoff=50.0))
     assert filtered['step_chatter_nm'] < 0.3 * known_terms_step['step_chatter_nm']
     _, error = scene.tracking(ARM, KNOWN, scene.EXACT_LINKS, 'internal', dict(cutoff=50.0))
-    assert np.sqrt(np.mean(error ** 2)) < 1e-3   # still issue 17's tracking target
+    assert np.sqrt(np.mean(error ** 2)) < 1e-3   # still the tracking target
 
 
 def test_the_scenes_joint_terms_fit_recovers_the_plants_armature_and_friction():
@@ -109,7 +110,7 @@ def test_the_scenes_link_fit_closes_the_loop_on_the_full_profile_but_the_drift()
     after, _ = scene.drift(ARM, fitted, profile, 'internal', {})
     assert before > 0.1 and after < 0.01 * before
     _, error = scene.tracking(ARM, fitted, profile, 'internal', {})
-    assert np.sqrt(np.mean(error ** 2)) < 1e-3   # issue 17's tracking target
+    assert np.sqrt(np.mean(error ** 2)) < 1e-3   # the tracking target
 
 
 def test_the_scenes_link_fit_with_stiction_meets_the_drift_target():
@@ -137,4 +138,4 @@ def test_the_scenes_link_fit_with_stiction_meets_the_drift_target():
     still = np.zeros(NOMINAL.nv)
     assert np.abs(rd.rnea(fitted, ARM.q0, still, still) - g).max() < 5e-3
     drift, _ = scene.drift(ARM, fitted, profile, 'internal', {})
-    assert drift < 1e-3   # issue 17's target over 5 s
+    assert drift < 1e-3   # the drift target over 5 s

@@ -1,4 +1,4 @@
-"""The internal engine's dry friction that holds, measured before it is trusted (issue 32).
+"""The internal engine's dry friction that holds, measured before it is trusted.
 
 A single joint (a hand-written URDF, its inertia about the axis worked out here): under a
 constant torque below its breakaway torque it does not move at all over 5 s (where the smooth

@@ -50,7 +50,7 @@ def example_robot(name):
                                     ['--urdf', 'kinova.urdf'], ['--urdf', 'xarm7.urdf']])
 def test_every_accepted_margin_gives_a_plan_excite_accepts(source, margin):
     # margin 1 once refused its own plan by 1e-4 rad/s: the series' peaks between the grid's
-    # points and the interpolation between knots overshot the limits (issue 32)
+    # points and the interpolation between knots overshot the limits
     if source[0] == '--urdf':
         source = ['--urdf', example_robot(source[1])]
     args = excite.parse_arguments([*source, '--period', '4', '--harmonics', '3',

@@ -1,4 +1,4 @@
-"""The identification loop with its defaults on arms the project does not ship (issue 32).
+"""The identification loop with its defaults on arms the project does not ship.
 
 Each arm, the Panda and four of example-robot-data's (Kinova Jaco2, xArm7, UR5, UR10), closes
 computed torque around a realistic plant in one process, in lock step (demo_realistic,
@@ -10,7 +10,7 @@ the nominal URDF with the Panda's gains. Then, as a new user would: excite with 
 (margin 0.5, period 10 s, 4 harmonics; no wall-clock optimisation), its per-joint check and,
 when a joint lags, the compensated second pass (tools.excitation_check); the fit with
 ``--links --friction --armature --stiction`` (tools.fitting.fit_links, cutoff 10 Hz); the
-fitted model loaded. After identification each arm must meet issue 17's targets:
+fitted model loaded. After identification each arm must meet the identification targets:
 gravity-compensation drift below 1e-3 rad over 5 s, computed torque's steady RMS error below
 1e-3 rad, the wrench estimate's bias below 0.5 N and its error under a 15 N push below 1 N.
 On the holding plant the wrench figures include the torques friction holds, which no estimator

@@ -6,7 +6,7 @@ one-cycle delay), a 5 s excitation and ``--fit "--links --friction --armature --
 the links' consistent fit and the joints' Stribeck stiction. Before, the nodes lack the plant's
 links, friction and armature: gravity compensation lets the arm sag, computed torque stands off
 a step, the estimator reports the model error as a wrench. After loading the fit, each figure
-must drop well below its before value, and the wrench figures within issue 17's targets (the
+must drop well below its before value, and the wrench figures within the identification targets (the
 drift's, 1e-3 rad, is met by the full-length loop: README). A few minutes on a loaded machine,
 in a process of its own (it runs rclpy itself).
 """

@@ -1,4 +1,4 @@
-"""The controller options of issue 17 in the dynamics_controller node, in process (no DDS).
+"""The controller options for a real arm in the dynamics_controller node, in process (no DDS).
 
 The node's callbacks are called by the test (test_nodes_fuzz's Harness: a real rclpy node, its
 publisher spied on, a fake monotonic clock); the expected commands come from the closed forms of

@@ -1,4 +1,4 @@
-"""Issue 7's proof, the way a user runs it: record, fit, load, on MuJoCo over DDS.
+"""Identification as a user runs it: record, fit, load, on MuJoCo over DDS.
 
 The arm is MuJoCo's Panda (arm_simulator engine=mujoco) with the URDF's inertias and joint
 friction and armature the nodes don't know. The controller and the estimator have a wrong URDF:

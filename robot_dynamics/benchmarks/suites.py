@@ -42,7 +42,7 @@ def panda():
     return model, xml, namespace
 
 
-# function, our call, Pinocchio's call, target ratio (issue 3)
+# function, our call, Pinocchio's call, target ratio
 SINGLE = [
     ('rnea', 'rd.rnea(model, q, v, a)', 'pin.rnea(pm, pd, q, v, a)', 2.0),
     ('gravity', 'rd.gravity(model, q)', 'pin.computeGeneralizedGravity(pm, pd, q)', 2.0),
@@ -56,7 +56,7 @@ SINGLE = [
     ('forward_dynamics', 'rd.forward_dynamics(model, q, v, a)', 'pin.aba(pm, pd, q, v, a)', 2.0),
     ('task_space_inertia', 'rd.task_space_inertia(model, q, tip)',
      'pin_task_space_inertia(q)', 1.0),
-    # into the caller's array, as Pinocchio writes into its Data (issue 21)
+    # into the caller's array, as Pinocchio writes into its Data
     ('rnea, out=', 'rd.rnea(model, q, v, a, out=tau)', 'pin.rnea(pm, pd, q, v, a)', 1.0),
     ('gravity, out=', 'rd.gravity(model, q, out=tau)',
      'pin.computeGeneralizedGravity(pm, pd, q)', 1.0),

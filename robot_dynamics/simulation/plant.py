@@ -42,7 +42,7 @@ GAZ_2019_FRICTION = dict(
     slope=[5.1181, 9.0657, 10.136, 5.5903, 8.3469, 17.133, 10.336],
     offset=[0.039533, 0.025882, -0.04607, 0.036194, 0.026226, -0.021047, 0.0035526])
 
-#: What a user meets on day one (issue 17): the effects a real arm adds to its URDF, with
+#: What a user meets on day one: the effects a real arm adds to its URDF, with
 #: illustrative magnitudes (not measured on any one arm). Per-joint values apply to every joint.
 REALISTIC = {
     'plant.mass_error': 0.1,             # link masses (and inertias) off by up to ±10 %
