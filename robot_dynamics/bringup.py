@@ -28,10 +28,7 @@ MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'oper
 # its drive waits as long for a controller held up on the same machine before it stops the arm.
 SIMULATED_STATE_TIMEOUT = 0.5  # s
 # ... and, as a simulator running the controller inside its step, the simulated arm runs in lock
-# step with its controller (arm_simulator's lock_step), the nodes on its time (/clock,
-# use_sim_time): its figures do not depend on the load. A controller held up by a busy machine
-# for a second is not dead: the lock holds for LOCK_STEP_TIMEOUT of wall time.
-LOCK_STEP_TIMEOUT = 5.0   # s
+# step with its controller (arm_simulator's lock_step): its figures do not depend on the load.
 
 # setup -> nodes (executable == node name) with their setup-specific parameters
 SETUPS = {
@@ -39,12 +36,9 @@ SETUPS = {
     'computed_torque': {'dynamics_controller': {'mode': 'computed_torque'}},
     'wrench_estimation': {'wrench_estimator': {}},
     'simulated_arm': {'arm_simulator': {'command_timeout': SIMULATED_STATE_TIMEOUT,
-                                        'lock_step': True,
-                                        'lock_step_timeout': LOCK_STEP_TIMEOUT},
-                      'dynamics_controller': {'state_timeout': SIMULATED_STATE_TIMEOUT,
-                                              'use_sim_time': True},
-                      'wrench_estimator': {'state_timeout': SIMULATED_STATE_TIMEOUT,
-                                           'use_sim_time': True}},
+                                        'lock_step': True},
+                      'dynamics_controller': {'state_timeout': SIMULATED_STATE_TIMEOUT},
+                      'wrench_estimator': {'state_timeout': SIMULATED_STATE_TIMEOUT}},
 }
 
 # launch arguments: name -> (default, description); every setup takes all of them

@@ -58,9 +58,10 @@ class Arm(ArmView):
             JointTrajectory, '/dynamics_controller/joint_trajectory', 10)
         self.wrench = self.probe.create_publisher(WrenchStamped,
                                                   '/arm_simulator/external_wrench', 10)
+        # the controller on /clock: the states' age is then their lateness in simulated time
         specs = bringup.nodes('simulated_arm', robot=robot, mode=mode, overrides={
             'arm_simulator': FAULTS if faults is None else faults,
-            'dynamics_controller': controller or {}})
+            'dynamics_controller': {'use_sim_time': True, **(controller or {})}})
         self.launch = ros.launch([s for s in specs if s.name != 'wrench_estimator'])
 
     def q(self, since, until):
@@ -80,11 +81,15 @@ class Arm(ArmView):
         """The controller's newest /diagnostics values."""
         return {kv.key: kv.value for kv in self.controller_status().values}
 
-    def controller_status(self):
-        """The controller's newest /diagnostics status."""
-        self.diagnostics.wait_for_more(2, timeout=30)
-        return [s for m in list(self.diagnostics.messages) for s in m.status
-                if s.name.startswith('dynamics_controller')][-1]
+    def controller_status(self, timeout=30.0):
+        """The controller's newest /diagnostics status (after two more reports of any node)."""
+        self.diagnostics.wait_for_more(2, timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while not (statuses := [s for m in list(self.diagnostics.messages) for s in m.status
+                                if s.name.startswith('dynamics_controller')]):
+            assert time.monotonic() < deadline, f'no controller diagnostics\n{self.launch.logs()}'
+            self.diagnostics.wait_for_more(1, timeout=timeout)
+        return statuses[-1]
 
     def wait_for_status(self, words, timeout=60.0):
         """The first controller status whose message has ``words``."""
