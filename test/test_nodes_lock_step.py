@@ -1,17 +1,20 @@
 """Lock step over real DDS: a closed loop's figures do not depend on the machine's load.
 
 The simulated_arm bring-up (arm_simulator in lock step with dynamics_controller, as the
-bring-up sets it) on the realistic plant (config/panda.yaml with ``plant.profile: realistic``:
-link masses and centres of mass off the model, friction with stiction, sensor noise, a one-cycle
-command delay), under computed torque: a 0.15 rad step on every joint, then the steady error.
+bring-up sets it) on a plant that is not the model (config/panda.yaml; link masses ±10 % and
+centres of mass moved up to 5 mm, seed 0, and a one-cycle command delay), under computed
+torque: a 0.15 rad step on every joint in 1 s, tracked with an error that the model mismatch
+and the delay make (no noise and no stiction: the loop is a deterministic function of its
+states).
 
 The same scenario twice: on the machine as it is, then with two CPU-bound processes beside it
 (as many as the CI machine has cores, so the nodes get about half the CPU time they had). The
-simulated arm waits for each command, so its simulated time only runs slower: the figures
-agree to the digits asserted. The plant's noise draws are the same sequence in both runs, but
-it draws while braked too, for as many steps as the controller took to start, so the noise
-realisation after release differs: the figures agree to their noise, not to the bit.
-About 40 s.
+figures of the step, each joint's peak speed (the transient, which a command acting a step late
+changes) and where it settles, agree between the runs to 1e-4 and 1e-7 rad: the simulated arm
+waited for every command, so the machine's load changed only how fast the simulated time ran.
+(Not to the bit: the controller's rate limit takes its Δt from the node's clock, the wall clock
+here.) Without lock step a late command acts a step late and the figures move (the
+load-sensitive failures this replaced). About 40 s.
 """
 import subprocess
 
@@ -29,10 +32,11 @@ SIM = CONFIG['arm_simulator']['ros__parameters']
 JOINTS, Q0 = SIM['joints'], np.array(SIM['initial_position'])
 STEP = 0.15   # rad, every joint
 LOADS = 2     # CPU-bound processes beside the second run
+PLANT = {'plant.mass_error': 0.1, 'plant.com_error': 0.005, 'plant.command_delay': 1}
 
 
 class Run(ArmView):
-    """One bring-up: arm_simulator (realistic plant) and dynamics_controller (computed torque)."""
+    """One bring-up: arm_simulator (the plant above) and dynamics_controller (computed torque)."""
 
     def __init__(self, ros):
         self.probe = ros.probe
@@ -41,21 +45,27 @@ class Run(ArmView):
         self.trajectory = self.probe.create_publisher(
             JointTrajectory, '/dynamics_controller/joint_trajectory', 10)
         specs = bringup.nodes('simulated_arm', robot='panda', mode='computed_torque',
-                              overrides={'arm_simulator': {'plant.profile': 'realistic'}})
+                              overrides={'arm_simulator': PLANT})
         self.launch = ros.launch([s for s in specs if s.name != 'wrench_estimator'])
 
-    def steady_error(self):
-        """The step from where the brakes held the arm; (RMS, max) of the error 2-3 s after."""
+    def step_figures(self):
+        """(peak |q̇| during the step (7,), q settled after it (7,)).
+
+        Neither needs to know when the step began: the probe's view of the arm's clock can lag
+        it by seconds in a long session, and the controller starts a trajectory whose start is
+        past on receipt.
+        """
         self.launch.ready()
         assert self.commands.wait(1, timeout=30), self.launch.logs()
         self.probe.wait_for_subscribers(self.trajectory)
-        start = self.now() + 0.3
+        start = self.now() + 1.0   # the hold has settled by then
         self.trajectory.publish(trajectory_message(JOINTS, start, [1.0], [Q0 + STEP],
                                                    np.zeros((1, 7))))
         self.wait_until(start + 3.0)
-        _, q = self.joint_arrays(JOINTS, start + 2.0, start + 3.0, least=200)
-        error = q - (Q0 + STEP)
-        return np.sqrt(np.mean(error ** 2)), np.abs(error).max()
+        _, q, v = self.joint_arrays(JOINTS, start - 5.0, start + 3.0,
+                                    fields=('position', 'velocity'), least=1000)
+        assert np.abs(q[-1] - (Q0 + STEP)).max() < 0.01, 'the step was not made'
+        return np.abs(v).max(axis=0), q[-1]
 
     def close(self):
         codes = self.launch.processes.stop(timeout=20.0)
@@ -64,18 +74,13 @@ class Run(ArmView):
         assert set(codes.values()) == {0}, self.launch.logs()
 
 
-RELEASES = ['']   # the simulators' lock releases, if any: what a failure shows
-
-
-def steady_error(loads):
+def step_figures(loads):
     """The scenario's figures with ``loads`` CPU-bound processes running beside it."""
     burners = [subprocess.Popen(['yes'], stdout=subprocess.DEVNULL) for _ in range(loads)]
     run = Run(session())
     try:
-        return run.steady_error()
+        return run.step_figures()
     finally:
-        RELEASES[0] += '\n'.join(line for line in run.launch.log('arm_simulator').splitlines()
-                                 if 'lock step released' in line)
         for burner in burners:
             burner.kill()
             burner.wait()
@@ -83,10 +88,12 @@ def steady_error(loads):
 
 
 def test_the_figures_of_a_closed_loop_do_not_depend_on_the_load():
-    quiet = steady_error(0)
-    loaded = steady_error(LOADS)
-    print(f'realistic plant, computed torque, {STEP} rad step, steady error RMS / max: quiet '
-          f'{quiet[0]:.4e} / {quiet[1]:.4e} rad, beside {LOADS} CPU-bound processes '
-          f'{loaded[0]:.4e} / {loaded[1]:.4e} rad')
-    assert 3e-4 < quiet[0] < 0.1   # friction holds the arm off the step, and it holds the step
-    np.testing.assert_allclose(loaded, quiet, rtol=0.005, err_msg=RELEASES[0])
+    (peak, settled), (peak_loaded, settled_loaded) = step_figures(0), step_figures(LOADS)
+    offset = settled - (Q0 + STEP)
+    print(f'peak joint speeds {np.round(peak, 6).tolist()} rad/s, settled '
+          f'{np.abs(offset).max():.3e} rad off the step; beside {LOADS} CPU-bound processes: '
+          f'speeds differ by up to {np.abs(peak_loaded - peak).max():.1e} rad/s, settled '
+          f'positions by {np.abs(settled_loaded - settled).max():.1e} rad')
+    assert np.abs(offset).max() > 1e-5   # the plant is not the model: the step is missed a bit
+    np.testing.assert_allclose(peak_loaded, peak, rtol=1e-4)
+    np.testing.assert_allclose(settled_loaded, settled, rtol=0, atol=1e-7)

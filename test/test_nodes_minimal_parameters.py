@@ -208,7 +208,7 @@ def test_estimator_publishes_the_external_joint_torques_and_no_wrench(nodes):
         publisher.publish(state(q, effort=effort, stamp=t0 + PERIOD * k))
         time.sleep(0.002)
     nodes.fed['estimator.wrench_estimator'] = time.monotonic()
-    last = nodes.torques.wait_for_stamp(t0 + PERIOD * 149)
+    last = nodes.torques.wait_for_stamp(t0 + PERIOD * 149, timeout=30.0)
     assert abs(stamp_of(last) - (t0 + PERIOD * 149)) < 1e-6
     estimate = dict(zip(last.name, last.effort))
     np.testing.assert_allclose([estimate[j] for j in JOINTS], tau_x, atol=1e-6)
