@@ -27,16 +27,18 @@ class Percentiles:
         self._columns[self.count % self.size] = values
         self.count += 1
 
-    def maxima(self, since):
-        """The largest value of each quantity among the samples after the first ``since``.
+    def since(self, since):
+        """The samples after the first ``since``, (quantities, k), oldest first.
 
-        Exact while at most ``size`` samples came since; else over the last ``size``.
+        Exact while at most ``size`` samples came since; else the last ``size``.
         """
-        new = min(self.count - since, self.size)
-        if new <= 0:
-            return np.full(len(self.names), -np.inf)
-        at = (self.count - new + np.arange(new)) % self.size
-        return self.samples[:, at].max(axis=1)
+        new = max(min(self.count - since, self.size), 0)
+        return self.samples[:, (self.count - new + np.arange(new)) % self.size]
+
+    def maxima(self, since):
+        """The largest value of each quantity among the samples after the first ``since``."""
+        new = self.since(since)
+        return new.max(axis=1) if new.shape[1] else np.full(len(self.names), -np.inf)
 
     def stats(self, scale=1e6, unit='us'):
         """{name_median_<unit>: ..., name_p99_<unit>: ...} (empty before the first sample)."""

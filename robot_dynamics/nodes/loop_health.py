@@ -96,12 +96,9 @@ class LoopHealth:
 
     def ages(self, percentiles, column):
         """The samples of one quantity of ``percentiles`` added since the last call."""
-        new = min(percentiles.count - self._ages_seen, percentiles.size)
+        new = percentiles.since(self._ages_seen)[column]
         self._ages_seen = percentiles.count
-        if new <= 0:
-            return np.empty(0)
-        at = (percentiles.count - new + np.arange(new)) % percentiles.size
-        return percentiles.samples[column, at]
+        return new
 
 
 def comply_damping(mass_matrix, delay):

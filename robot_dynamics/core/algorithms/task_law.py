@@ -39,11 +39,7 @@ TWO_PI = 2.0 * np.pi
 @jit
 def modal_damping(lam, U, stiffness, damping_ratio):
     """damping_matrix of Λ = U diag(λ) Uᵀ (λ >= 0, U orthogonal) and K's diagonal (6)."""
-    root = np.sqrt(np.maximum(lam, 0.0))
-    inverse = np.where(root > 1e-12 * root.max(), 1.0 / np.maximum(root, 1e-300), 0.0)
-    S, S_pinv = (U * root) @ U.T, (U * inverse) @ U.T
-    w, V = np.linalg.eigh(S_pinv @ np.diag(stiffness) @ S_pinv)
-    return 2.0 * damping_ratio * (S @ ((V * np.sqrt(np.maximum(w, 0.0))) @ V.T) @ S)
+    return modal_gains(lam, U, stiffness, damping_ratio, np.inf)[1]
 
 
 @jit
