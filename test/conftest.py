@@ -1,4 +1,5 @@
-"""Generic pytest configuration: marker registration, single-threaded BLAS."""
+"""Generic pytest configuration: marker registration, single-threaded BLAS, control_msgs."""
+import ctypes
 import gc
 import os
 import sys
@@ -81,7 +82,20 @@ def control_msgs_prefix():
     assert os.path.isdir(site), f'{site} missing after build_test_interfaces.sh'
     if site not in sys.path:
         sys.path.insert(0, site)
-    paths = [p for p in os.environ.get('PYTHONPATH', '').split(os.pathsep) if p]
-    if site not in paths:
-        os.environ['PYTHONPATH'] = os.pathsep.join([site] + paths)
+    prepend_path('PYTHONPATH', site)
+    # rosidl's type-support dispatch loads its libraries by name: on LD_LIBRARY_PATH for the
+    # node processes; in this process (whose loader read LD_LIBRARY_PATH at its start) loaded
+    # now, so that loading them by name finds them loaded
+    lib = os.path.join(prefix, 'lib')
+    prepend_path('LD_LIBRARY_PATH', lib)
+    for name in sorted(os.listdir(lib)):
+        if name.endswith('.so'):
+            ctypes.CDLL(os.path.join(lib, name))
     return prefix
+
+
+def prepend_path(variable, directory):
+    """Put ``directory`` first on the path list in the environment variable (once)."""
+    paths = [p for p in os.environ.get(variable, '').split(os.pathsep) if p]
+    if directory not in paths:
+        os.environ[variable] = os.pathsep.join([directory] + paths)

@@ -29,7 +29,8 @@ from robot_dynamics.core.trajectory import JointTrajectory
 
 from robot_dynamics.core.collision import Comply, Reaction
 
-from . import cdr, command_cycle, contact_safety, payload, profiles, speed_limiter, task_space
+from . import (cdr, command_cycle, contact_safety, payload, profiles, speed_limiter, task_space,
+               trajectory_action)
 from .cdr import CdrJointStateReader, Float64MultiArrayWriter
 from .command_cycle import CommandCycle
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
@@ -219,7 +220,7 @@ class DynamicsController(ArmNode):
               'joints); false: rclpy deserializes and serializes them (the same commands)',
               read_only=True),
     ) + (payload.PARAMS + profiles.PARAMS + task_space.PARAMS +
-         contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS)
+         contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS + trajectory_action.PARAMS)
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = self.cycle = None
@@ -244,6 +245,7 @@ class DynamicsController(ArmNode):
                                  state_qos(self.values['joint_states_reliability'], 1), raw=raw)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
+        self.action = trajectory_action.TrajectoryAction(self)   # ~/follow_joint_trajectory
         self.stale_timer = self.create_timer(STALE_TICK, self.check_stale)
         self.stale_timer.cancel()   # runs while commanding (``published`` starts it)
         self.payload_topic = payload.subscribe(self)
@@ -417,6 +419,8 @@ class DynamicsController(ArmNode):
             self.task.served(q, v, t, cycle.condition[0])
         self.published(status, now, stamp)
         self.beat(sec, nanosec)
+        if self.action.goal is not None:
+            self.action.served(t, q, v)
         self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
         return True
 
@@ -448,6 +452,8 @@ class DynamicsController(ArmNode):
         # exact differences of stamps: integer nanoseconds
         if self.publish(tau, q, (sec * 10**9 + nanosec) or None):
             self.beat(sec, nanosec)
+            if self.action.goal is not None:
+                self.action.served(t, q, v)
             self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def check_stamp(self, t):
@@ -548,6 +554,17 @@ class DynamicsController(ArmNode):
     def on_trajectory(self, msg):
         if not self.tracking('joint_trajectory'):
             return
+        try:
+            self.start_trajectory(msg)
+        except BadInput as error:
+            self.diagnostics.count('rejected_references')
+            self.warn(str(error))
+
+    def start_trajectory(self, msg):
+        """Start a JointTrajectory (topic or action); its TimedTrajectory, None if empty (hold).
+
+        BadInput if refused (``trajectory_from_msg``, ``contact_safety.feasible``).
+        """
         start = seconds(msg.header.stamp) or self.t_last  # zero: now, on the states' clock
         if start < self.t_last:   # sampled from a past start, the reference would step
             self.warn(f'joint_trajectory stamped {self.t_last - start:.3f} s before the newest '
@@ -556,20 +573,16 @@ class DynamicsController(ArmNode):
         if not msg.points:
             self.reference, self.pending = self.hold(), None
             self.get_logger().info('empty joint_trajectory: holding the current position')
-            return
+            return None
         current = self.pending if self.pending and start >= self.pending.start else self.reference
         current = self.limiter.blend_source(current)   # a trajectory slowed by PFL: as slowed
-        try:
-            timed = trajectory_from_msg(msg, self.arm.model, start, current)
-            timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
-                                                       self.get_logger().info)
-            self.pending = timed
-        except BadInput as error:
-            self.diagnostics.count('rejected_references')
-            self.warn(str(error))
-            return
+        timed = trajectory_from_msg(msg, self.arm.model, start, current)
+        timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
+                                                   self.get_logger().info)
+        self.pending = timed
         self.get_logger().info(f'joint_trajectory: {len(msg.points)} points, '
-                               f'{self.pending.trajectory.duration:.3f} s')
+                               f'{timed.trajectory.duration:.3f} s')
+        return timed
 
     def on_reference(self, msg):
         if not self.tracking('reference'):
