@@ -15,6 +15,7 @@ rclpy's timers (``create_timer``) run on the node's ROS clock, so on /clock unde
 Wall time stays only where a node measures itself: its CPU time per message, its latency, its
 log throttling, and its own shutdown.
 """
+import ctypes
 import faulthandler
 import math
 import os
@@ -31,6 +32,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
+from ..run import LAUNCHER
 from .arm import ArmBuilder
 from .joint_states import DESCRIPTION_QOS
 from .parameters import MODEL_PARAMS, ConfigError, check_choices, declare_parameters, \
@@ -228,6 +230,7 @@ def main(node_class, args=None):
         signal.signal(sig, on_signal)
     faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: print where every thread is
     try:
+        stop_with_launcher()
         node = node_class()
         running.append(True)
     except (ConfigError, ParameterException) as error:
@@ -249,6 +252,23 @@ def main(node_class, args=None):
             getattr(node, 'finish', lambda: None)()   # nodes that are not ArmNodes have none
         finally:
             tear_down(node, spinner, status)
+
+
+PR_SET_PDEATHSIG = 1   # linux/prctl.h
+
+
+def stop_with_launcher():
+    """SIGINT (a graceful stop) when the launching process dies, if it asked for it.
+
+    ``robot_dynamics.run`` (and so the tests) set ROBOT_DYNAMICS_LAUNCHER_PID to its pid: a
+    launcher killed outright (SIGKILL, a test's timeout) must not leave its nodes running.
+    """
+    launcher = os.environ.get(LAUNCHER)
+    if not launcher or not sys.platform.startswith('linux'):
+        return
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGINT))
+    if os.getppid() != int(launcher):   # it died before the prctl
+        os.kill(os.getpid(), signal.SIGINT)
 
 
 TEARDOWN_TIMEOUT = 5.0   # s
