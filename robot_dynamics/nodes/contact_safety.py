@@ -26,7 +26,6 @@ from .parameters import ConfigError, section
 TIME_SCALING_HEADROOM = 1.01   # s = 1.01 × the smallest fitting factor: 1 % below the limits
 REFERENCE_RAMP = 0.5           # s: default streamed-reference acceleration = v_max / 0.5 s
 DEFAULT_OBSERVER_GAIN = 50.0   # 1/s, as the wrench estimator's
-MAX_GAP = 0.005                # s: 5 cycles at 1 kHz (the controller skips states when loaded)
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)

@@ -42,7 +42,6 @@ from .loop_health import LoopHealth, comply_damping, natural_frequency
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
-MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
 RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
 STALE_TICK = 0.02        # s: the stale check's period once states are overdue (the ramp)
 LATE = 0.08              # s: a stale check this late: this process itself did not run

@@ -45,8 +45,8 @@ class ConfigError(ValueError):
 class Param:
     """One declared parameter: ``kind`` is a key of TYPES; ``rules`` its validation.
 
-    ``rules`` is a tuple of (rule, arguments) as in a schema's ``validation``; without them,
-    they follow from ``choices`` (one_of), ``range`` (bounds) and ``per_joint``.
+    ``rules`` is a tuple of (rule, arguments) as in a schema's ``validation``; ``choices``,
+    ``range`` and ``per_joint`` follow from them (or, without rules, give them).
     """
 
     name: str
@@ -65,6 +65,14 @@ class Param:
                 ((('bounds<>', tuple(self.range)),) if self.range else ()) + \
                 (((PER_JOINT, (0,)),) if self.per_joint else ())
             object.__setattr__(self, 'rules', implied)
+            return
+        found = dict(self.rules)
+        if 'one_of<>' in found:
+            object.__setattr__(self, 'choices', tuple(found['one_of<>'][0]))
+        if 'bounds<>' in found:
+            object.__setattr__(self, 'range', tuple(found['bounds<>']))
+        # per_joint: when given, one value per joint (not "one, or one per joint")
+        object.__setattr__(self, 'per_joint', set(found.get(PER_JOINT, (1,))) <= {0})
 
     def descriptor(self):
         d = ParameterDescriptor(name=self.name, type=TYPES[self.kind],
@@ -83,14 +91,19 @@ def rule_text(rule, args):
     return TEXTS[rule](*args)
 
 
+def num(x):
+    """A rule's number as a person writes it: 0, 0.5, 1e-09."""
+    return f'{x:g}' if isinstance(x, float) else str(x)
+
+
 TEXTS = {
-    'gt<>': lambda x: f'must be > {x}', 'gt_eq<>': lambda x: f'must be >= {x}',
-    'lt<>': lambda x: f'must be < {x}', 'lt_eq<>': lambda x: f'must be <= {x}',
-    'bounds<>': lambda lo, hi: f'must be in [{lo}, {hi}]',
-    'element_gt<>': lambda x: f'must be > {x}',
-    'lower_element_bounds<>': lambda x: f'must be >= {x}',
-    'upper_element_bounds<>': lambda x: f'must be <= {x}',
-    'element_bounds<>': lambda lo, hi: f'must be in [{lo}, {hi}]',
+    'gt<>': lambda x: f'must be > {num(x)}', 'gt_eq<>': lambda x: f'must be >= {num(x)}',
+    'lt<>': lambda x: f'must be < {num(x)}', 'lt_eq<>': lambda x: f'must be <= {num(x)}',
+    'bounds<>': lambda lo, hi: f'must be in [{num(lo)}, {num(hi)}]',
+    'element_gt<>': lambda x: f'must be > {num(x)}',
+    'lower_element_bounds<>': lambda x: f'must be >= {num(x)}',
+    'upper_element_bounds<>': lambda x: f'must be <= {num(x)}',
+    'element_bounds<>': lambda lo, hi: f'must be in [{num(lo)}, {num(hi)}]',
     'fixed_size<>': lambda n: f'needs {n} values',
     'not_empty<>': lambda: 'must not be empty',
     'one_of<>': lambda choices: f"must be one of {', '.join(map(str, choices))}",
@@ -157,6 +170,11 @@ def check(params, values, joints=None):
                 raise ConfigError(reason)
 
 
+def frozen(args):
+    """A rule's arguments as tuples all the way down (a Param is immutable)."""
+    return tuple(frozen(a) if isinstance(a, list) else a for a in args)
+
+
 def parameters(tree, prefix=''):
     """The Params of a schema's (nested) mapping, in file order."""
     for key, entry in tree.items():
@@ -169,24 +187,31 @@ def parameters(tree, prefix=''):
         if unknown or entry['type'] not in KINDS:
             raise ValueError(f'schema: {name} has unknown keys {sorted(unknown)} or type '
                              f"{entry['type']!r}")
-        rules = tuple((rule, tuple(args or ())) for rule, args in
+        rules = tuple((rule, frozen(args or ())) for rule, args in
                       (entry.get('validation') or {}).items())
         unknown = [rule for rule, _ in rules if rule not in TEXTS]
         if unknown:
             raise ValueError(f'schema: {name} has unknown rules {unknown}')
-        found = dict(rules)
         yield Param(name, entry['default_value'], KINDS[entry['type']], entry['description'],
-                    read_only=bool(entry.get('read_only', False)),
-                    choices=tuple(found['one_of<>'][0]) if 'one_of<>' in found else (),
-                    range=found.get('bounds<>'), rules=rules,
-                    per_joint=set(found.get(PER_JOINT, (1,))) <= {0})   # when given: one each
+                    read_only=bool(entry.get('read_only', False)), rules=rules)
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice (which would silently win)."""
+
+    def construct_mapping(self, node, deep=False):
+        keys = [self.construct_object(key, deep=deep) for key, _ in node.value]
+        twice = sorted({k for k in keys if keys.count(k) > 1})
+        if twice:
+            raise ValueError(f'schema: {twice} given twice ({node.start_mark})')
+        return super().construct_mapping(node, deep=deep)
 
 
 @functools.lru_cache(maxsize=None)
 def load(node):
     """The Params of ``schema/<node>.yaml``, in file order."""
     with open(SCHEMA_DIR / f'{node}.yaml', encoding='utf-8') as f:
-        tree = yaml.safe_load(f)
+        tree = yaml.load(f, Loader=UniqueKeyLoader)
     if list(tree) != [node]:
         raise ValueError(f'schema/{node}.yaml: the top-level key must be {node!r} alone')
     return tuple(parameters(tree[node]))
