@@ -35,8 +35,7 @@ from std_msgs.msg import String
 from ..run import LAUNCHER
 from .arm import ArmBuilder
 from .joint_states import DESCRIPTION_QOS
-from .parameters import MODEL_PARAMS, ConfigError, check_choices, declare_parameters, \
-    parameter_value
+from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
 
 
 USE_SIM_TIME = 'use_sim_time'   # rclpy's parameter: the node's clock is /clock
@@ -74,7 +73,7 @@ class ArmNode(Node):
         self.values = declare_parameters(self, self.PARAMS)
         #: use_sim_time (declared by rclpy): time is /clock's (module docstring)
         self.sim_time = self.get_parameter(USE_SIM_TIME).value is True
-        check_choices(self.PARAMS, self.values)
+        check(self.PARAMS, self.values)
         self.arm = self.urdf = None
         self._build_arm = ArmBuilder()
         self.warn = Throttled(self.get_logger().warning)
@@ -121,6 +120,7 @@ class ArmNode(Node):
 
     def _build(self, values, urdf):
         arm = self._build_arm(values, urdf)
+        check(self.PARAMS, values, len(arm.joints))   # the per-joint sizes, now known
         return arm, self.configure(values, arm)
 
     def _configure(self, urdf):
@@ -168,7 +168,7 @@ class ArmNode(Node):
                     'the wall clock and /clock): restart the node to change it'))
         values = {**self.values, **changed}
         try:
-            check_choices(self.PARAMS, values)
+            check(self.PARAMS, values)
             if self.urdf is not None:
                 arm, config = self._build(values, self.urdf)
         except ConfigError as error:
