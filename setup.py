@@ -16,7 +16,8 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
-    package_data={package_name: ['robots/*.urdf']},
+    # the robots' URDFs and the nodes' parameter schemas (nodes/schema.py reads them)
+    package_data={package_name: ['robots/*.urdf'], f'{package_name}.nodes': ['schema/*.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{package_name}']),
         (f'share/{package_name}', ['package.xml']),

@@ -8,7 +8,8 @@ sys.path.insert(0, os.path.dirname(HERE))  # the package, when it is not install
 
 project = 'robot_dynamics'
 author = 'robot_dynamics contributors'
-extensions = ['myst_parser', 'sphinx.ext.autodoc', 'sphinx.ext.mathjax', 'node_parameters']
+extensions = ['myst_parser', 'sphinx.ext.autodoc', 'sphinx.ext.mathjax', 'node_parameters',
+              'benchmark_results']
 source_suffix = {'.rst': 'restructuredtext', '.md': 'markdown'}
 root_doc = 'index'
 exclude_patterns = ['_build']

@@ -32,6 +32,7 @@ import yaml
 
 from robot_dynamics import bringup
 
+LAUNCHER = 'ROBOT_DYNAMICS_LAUNCHER_PID'   # set for every node: see nodes.node.stop_with_launcher
 DOMAIN_IDS = range(1, 102)  # 0 is everyone's default; above 101 the port numbers run out
 
 
@@ -90,7 +91,8 @@ class Processes:
             if output is not None:
                 out = open(pathlib.Path(output) / f'{spec.label}.log', 'w')
             self.procs[spec.label] = subprocess.Popen(
-                node_command(spec, work_dir), env=env, stdout=out,
+                node_command(spec, work_dir), env={**env, LAUNCHER: str(os.getpid())},
+                stdout=out,
                 stderr=subprocess.STDOUT if out else None)
 
     def exited(self):

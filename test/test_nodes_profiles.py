@@ -21,7 +21,7 @@ from robot_dynamics.nodes.arm import ArmBuilder
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.joint_states import wrench_message
-from robot_dynamics.nodes.parameters import ConfigError
+from robot_dynamics.nodes.parameters import ConfigError, check
 from robot_dynamics.nodes.profiles import profile
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from random_trees import PinocchioReference
@@ -55,9 +55,15 @@ def test_currents_need_positive_torque_constants():
     with pytest.raises(ConfigError, match='measured_effort current needs torque_constants'):
         profile(values, arm)
     with pytest.raises(ConfigError, match='torque_constants must be > 0'):
-        profile({**values, 'torque_constants': [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]}, arm)
+        checked_profile({**values, 'torque_constants': [1.0, 0.0, 1.0, 1.0, 1.0, 1.0]}, arm)
     with pytest.raises(ConfigError, match='needs 6'):
-        profile({**values, 'torque_constants': [1.0] * 5}, arm)
+        checked_profile({**values, 'torque_constants': [1.0] * 5}, arm)
+
+
+def checked_profile(values, arm):
+    """The profile as the node builds it: the schema's rules first (nodes.schema), then it."""
+    check(WrenchEstimator.PARAMS, values, len(arm.joints))
+    return profile(values, arm)
 
 
 def test_command_excludes_the_gravity_the_robot_compensates():

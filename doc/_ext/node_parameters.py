@@ -1,37 +1,38 @@
 """Sphinx directive ``node-parameters``: a node's parameter table, from its parameter schema.
 
-The argument is the node class (``module.Class``); the table lists every ``Param`` of its
-``PARAMS`` tuple (robot_dynamics.nodes.parameters), so the page cannot drift from the code.
+The argument is the node's name; the table lists every parameter of its schema,
+robot_dynamics/nodes/schema/<node>.yaml (read by robot_dynamics.nodes.schema, as the node reads
+it), so the page cannot drift from what the node declares.
 """
-import importlib
-
 from docutils import nodes
 from docutils.parsers.rst import Directive
+
+from robot_dynamics.nodes import schema
 
 COLUMNS = ('parameter', 'type', 'default', 'range or values', 'description')
 WIDTHS = (18, 8, 12, 14, 48)
 
 
-def node_class(path):
-    """The class named by a dotted path such as ``robot_dynamics.nodes.x.Class``."""
-    module, _, name = path.rpartition('.')
-    return getattr(importlib.import_module(module), name)
-
-
 def constraint(param):
-    """The range, choices or per-joint rule of a Param, as text ('' if none)."""
-    if param.choices:
-        return ', '.join(param.choices)
-    if param.range:
-        return f'[{param.range[0]}, {param.range[1]}]'
-    return ''
+    """The rules of a Param but the per-joint size, as text ('' if none)."""
+    texts = []
+    for rule, args in param.rules:
+        if rule == 'one_of<>':
+            texts.append(', '.join(args[0]))
+        elif rule == 'bounds<>':
+            texts.append(f'[{args[0]}, {args[1]}]')
+        elif rule != schema.PER_JOINT:
+            text = schema.rule_text(rule, args).removeprefix('must be ')
+            element = rule.startswith(('element', 'lower_element', 'upper_element'))
+            texts.append(f'each {text}' if element else text)
+    return '; '.join(texts)
 
 
 def cells(param):
     """The cells of one Param's row: lists of docutils inline nodes, one list per column."""
-    notes = [text for flag, text in ((param.read_only, 'read-only'),
-                                     (param.per_joint, 'one value per joint'))
-             if flag]
+    notes = ['read-only'] if param.read_only else []
+    notes += [schema.rule_text(rule, args) for rule, args in param.rules
+              if rule == schema.PER_JOINT]
     description = param.description + (f' ({"; ".join(notes)})' if notes else '')
     default = "''" if param.default == '' else repr(param.default)
     return ([nodes.literal(text=param.name)], [nodes.Text(param.kind)],
@@ -48,7 +49,7 @@ def row(entries):
 
 
 def parameter_table(params):
-    """A docutils table of the Params, one row each, in declaration order."""
+    """A docutils table of the Params, one row each, in the schema's order."""
     group = nodes.tgroup(cols=len(COLUMNS))
     group.extend(nodes.colspec(colwidth=w) for w in WIDTHS)
     group += nodes.thead('', row([[nodes.Text(c)] for c in COLUMNS]))
@@ -57,17 +58,16 @@ def parameter_table(params):
 
 
 class NodeParameters(Directive):
-    """``node-parameters <module.Class>``: the table of the class's PARAMS."""
+    """``node-parameters <node>``: the table of the node's parameter schema."""
 
     required_arguments = 1
 
     def run(self):
-        """The table; an error naming the class if it declares a parameter twice."""
-        params = node_class(self.arguments[0]).PARAMS
-        names = [p.name for p in params]
-        duplicates = sorted({n for n in names if names.count(n) > 1})
-        if duplicates:
-            raise self.error(f'{self.arguments[0]} declares {duplicates} twice')
+        """The table; an error naming the schema if it cannot be read."""
+        try:
+            params = schema.load(self.arguments[0])
+        except (OSError, ValueError) as error:
+            raise self.error(f'node-parameters {self.arguments[0]}: {error}')
         return [parameter_table(params)]
 
 

@@ -49,7 +49,8 @@ from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.joint_states import COMMAND_QOS, JointStateReader, to_array
 from robot_dynamics.nodes.node import executor
 
-from .report import table
+from .report import callback_table, node_table, reader_table
+from .suites import machine
 
 CLOCK_TICK = os.sysconf('SC_CLK_TCK')
 QUICK, FULL = dict(rounds=2, cycles=2000), dict(rounds=4, cycles=5000)
@@ -411,41 +412,6 @@ def _rounds(nodes, settings, env, work):
             stop(t)
 
 
-LABELS = {'minimal': 'minimal rclpy node (a)', 'minimal_raw': 'raw minimal node (b)',
-          'computed_torque': 'dynamics_controller, computed_torque',
-          'gravity_compensation': 'dynamics_controller, gravity_compensation',
-          'cartesian_impedance': 'dynamics_controller, cartesian_impedance',
-          'operational_space': 'dynamics_controller, operational_space',
-          'computed_torque_plain': 'dynamics_controller, computed_torque, fast_path false',
-          'wrench_estimator': 'wrench_estimator (reply ~/wrench)',
-          'arm_simulator': 'arm_simulator (answered by the benchmark)'}
-
-
-def _ratio(s):
-    return f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})"
-
-
-def node_table(summary_):
-    rows = [[LABELS[label], f"{s['cpu_us']['median']:.0f}", _ratio(s['vs_minimal']['cpu_us']),
-             _ratio(s['vs_minimal_raw']['cpu_us']),
-             f"{s['median_us']['median']:.0f} / {s['p99_us']['median']:.0f}",
-             _ratio(s['vs_minimal']['median_us']), _ratio(s['vs_minimal']['p99_us'])]
-            for label, s in summary_.items()]
-    return table(['process', 'CPU µs per cycle', 'CPU vs (a)', 'CPU vs (b)',
-                  'latency median / p99 µs', 'median vs (a)', 'p99 vs (a)'], rows)
-
-
-def reader_table(readers):
-    return table(['per message, in process', 'µs (median)', 'min µs'],
-                 [[name, f"{r['us']:.2f}", f"{r['min_us']:.2f}"] for name, r in readers.items()])
-
-
-def callback_table(callbacks):
-    return table(['dynamics_controller callback, in process', 'fast µs', 'plain µs'],
-                 [[mode, f"{c['fast']:.1f}", f"{c['plain']:.1f}"]
-                  for mode, c in callbacks.items()])
-
-
 def report(results):
     """The node section as markdown."""
     s = results['settings']
@@ -463,7 +429,7 @@ def main(argv=None):
     parser.add_argument('--rounds', type=int, help='rounds (default 4, quick 2)')
     parser.add_argument('--out', default='benchmark_results', help='output directory')
     args = parser.parse_args(argv)
-    results = measure(args.quick, args.rounds)
+    results = dict(machine=machine(), **measure(args.quick, args.rounds))
     print('## Nodes: CPU per cycle and latency at 1 kHz, Panda\n')
     print(report(results))
     out = pathlib.Path(args.out)

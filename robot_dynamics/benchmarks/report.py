@@ -51,6 +51,43 @@ def startup_table(rows):
                  [[r['stage'], f"{r['cold_s']:.2f}", f"{r['warm_s']:.3f}"] for r in rows])
 
 
+# the node benchmark's tables (robot_dynamics.benchmarks.nodes), here so that the manual
+# renders them without importing rclpy
+LABELS = {'minimal': 'minimal rclpy node (a)', 'minimal_raw': 'raw minimal node (b)',
+          'computed_torque': 'dynamics_controller, computed_torque',
+          'gravity_compensation': 'dynamics_controller, gravity_compensation',
+          'cartesian_impedance': 'dynamics_controller, cartesian_impedance',
+          'operational_space': 'dynamics_controller, operational_space',
+          'computed_torque_plain': 'dynamics_controller, computed_torque, fast_path false',
+          'wrench_estimator': 'wrench_estimator (reply ~/wrench)',
+          'arm_simulator': 'arm_simulator (answered by the benchmark)'}
+
+
+def _ratio(s):
+    return f"{s['median']:.2f} ({s['min']:.2f}–{s['max']:.2f})"
+
+
+def node_table(summary_):
+    rows = [[LABELS[label], f"{s['cpu_us']['median']:.0f}", _ratio(s['vs_minimal']['cpu_us']),
+             _ratio(s['vs_minimal_raw']['cpu_us']),
+             f"{s['median_us']['median']:.0f} / {s['p99_us']['median']:.0f}",
+             _ratio(s['vs_minimal']['median_us']), _ratio(s['vs_minimal']['p99_us'])]
+            for label, s in summary_.items()]
+    return table(['process', 'CPU µs per cycle', 'CPU vs (a)', 'CPU vs (b)',
+                  'latency median / p99 µs', 'median vs (a)', 'p99 vs (a)'], rows)
+
+
+def reader_table(readers):
+    return table(['per message, in process', 'µs (median)', 'min µs'],
+                 [[name, f"{r['us']:.2f}", f"{r['min_us']:.2f}"] for name, r in readers.items()])
+
+
+def callback_table(callbacks):
+    return table(['dynamics_controller callback, in process', 'fast µs', 'plain µs'],
+                 [[mode, f"{c['fast']:.1f}", f"{c['plain']:.1f}"]
+                  for mode, c in callbacks.items()])
+
+
 def plot(rows, fits, path):
     """Log-log time vs n of the complexity rows, with the fitted exponents in the legend."""
     import matplotlib

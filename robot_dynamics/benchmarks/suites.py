@@ -248,7 +248,11 @@ def machine():
     """What the numbers were measured on."""
     import platform
     import numba
-    import pinocchio
+    try:
+        import pinocchio
+        pinocchio_version = pinocchio.__version__
+    except ImportError:   # the node benchmark does not need it
+        pinocchio_version = None
     cpu = platform.processor()
     try:
         with open('/proc/cpuinfo') as f:
@@ -256,6 +260,6 @@ def machine():
     except (OSError, StopIteration):
         pass
     return dict(cpu=cpu, cores=os.cpu_count(), python=platform.python_version(),
-                numpy=np.__version__, numba=numba.__version__, pinocchio=pinocchio.__version__,
+                numpy=np.__version__, numba=numba.__version__, pinocchio=pinocchio_version,
                 blas_threads=os.environ.get('OPENBLAS_NUM_THREADS'),
                 load_average=os.getloadavg(), date=time.strftime('%Y-%m-%d %H:%M'))

@@ -4,7 +4,6 @@ The model: the URDF's, its inertias replaced by ``inertial_parameters`` if given
 terms (``armature``, ``friction.*``) added, then the payload (``payload.*``) at the tip.
 """
 import dataclasses
-import math
 
 import numpy as np
 
@@ -12,7 +11,7 @@ import robot_dynamics as rd
 from robot_dynamics.core.identification import physical_consistency
 from robot_dynamics.core.spatial import inertia_from_urdf
 
-from .parameters import ConfigError, vector
+from .parameters import MODEL_PARAMS, ConfigError, check, vector
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +63,7 @@ class ArmBuilder:
     def __call__(self, values, urdf):
         model = self.base_model(values, urdf)
         arm = Arm(model, *joint_order(model, values['joints']))
+        check(MODEL_PARAMS, values, len(arm.joints))   # the schema's rules (nodes.schema)
         model = with_joint_terms(with_inertial_parameters(model, values), values, arm)
         load = payload(values)
         if load and model.tip is None:
@@ -110,20 +110,11 @@ JOINT_TERM_PARAMETERS = {'armature': 'armature', 'friction.viscous': 'viscous',
 def with_joint_terms(model, values, arm):
     """The model with the ``armature`` and ``friction.*`` parameters (joints order -> model)."""
     eps = float(values['friction.coulomb_velocity'])
-    if not 0.0 < eps < math.inf:
-        raise ConfigError(f'friction.coulomb_velocity must be > 0, got {eps}')
     v_s = np.asarray(values['friction.stribeck_velocity'], dtype=float)
     if len(v_s) != 1:
         v_s = arm.per_joint(values, 'friction.stribeck_velocity', 'values: one, or one per joint')
-    if not (np.isfinite(v_s).all() and (v_s > 0).all()):
-        raise ConfigError(f'friction.stribeck_velocity must be > 0, got {v_s.tolist()}')
-    terms = {}
-    for name, field in JOINT_TERM_PARAMETERS.items():
-        if len(values[name]):
-            x = arm.per_joint(values, name)
-            if (x < 0).any():
-                raise ConfigError(f'{name} must be >= 0, got {values[name]}')
-            terms[field] = x
+    terms = {name: arm.per_joint(values, parameter)
+             for parameter, name in JOINT_TERM_PARAMETERS.items() if len(values[parameter])}
     v_s = np.broadcast_to(v_s, (model.nv,))
     if not terms and eps == model.coulomb_velocity and np.array_equal(v_s,
                                                                       model.stribeck_velocity):

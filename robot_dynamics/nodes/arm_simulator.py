@@ -20,7 +20,7 @@ from std_msgs.msg import Float64MultiArray
 
 import robot_dynamics as rd
 from robot_dynamics.core.control import clamp_effort
-from robot_dynamics.simulation import ENGINES, simulate
+from robot_dynamics.simulation import simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 from robot_dynamics.simulation.timing_faults import Faults, TimingFaults
 
@@ -30,8 +30,9 @@ from .arm import ArmBuilder
 from .joint_states import COMMAND_QOS, to_array
 from . import profiles
 from .node import ArmNode, main as run_node
-from .parameters import MODEL_PARAMS, ConfigError, Param
-from .plant_parameters import PLANT_PARAMS, make_plant, plant_urdf, with_profile
+from .parameters import ConfigError, check
+from .schema import load
+from .plant_parameters import make_plant, plant_urdf, with_profile
 
 SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 FLOW_WINDOW = 0.1   # s: commands "flow" while one came within this long (or command_wait)
@@ -70,71 +71,7 @@ class ArmSimulator(ArmNode):
     """Integrates the arm at ``rate`` Hz and publishes joint_states every step."""
 
     NAME = 'arm_simulator'
-    PARAMS = tuple(p for p in MODEL_PARAMS if p.name != 'inertial_parameters') + (
-        Param('engine', 'internal', 'string', 'simulation engine: internal (robot_dynamics '
-              'forward dynamics) or mujoco (MuJoCo on the same URDF)', read_only=True,
-              choices=ENGINES),
-        Param('rate', 1000.0, 'double', 'integration and publishing rate, Hz', read_only=True,
-              range=(1.0, 10000.0)),
-        Param('joint_damping', [], 'double[]', 'viscous joint damping, N m s/rad, outside the '
-              'reported effort (friction.viscous is inside it) (empty: none)',
-              per_joint=True),
-        Param('initial_position', [], 'double[]', 'initial joint positions (empty: zero, clamped '
-              'into the joint limits)', read_only=True, per_joint=True),
-        Param('brakes', True, 'bool', 'hold the initial pose until the first effort command',
-              read_only=True),
-        Param('command_timeout', 0.1, 'double', 'command watchdog: no effort command for this '
-              'long (simulated time, s) after one came, and the simulated drive stops the arm '
-              'at stop_deceleration and engages its brakes; the next command releases them '
-              '(0: off). Real drives stop after 20 ms: Franka FCI on 20 missed 1 kHz commands '
-              '(communication_constraints_violation), UR after ur_robot_driver\'s 20 ms '
-              'receive timeout (stopj then halt); 0.1 s leaves room for a loaded host',
-              range=(0.0, 60.0)),
-        Param('stop_deceleration', 4.0, 'double', 'deceleration of the watchdog stop, rad/s^2 '
-              '(m/s^2), within the effort limits: 4 as UR\'s external control stops '
-              '(stopj(4.0))', range=(0.01, 1000.0)),
-        Param('end_stops', True, 'bool', 'joint end stops at the URDF position limits '
-              '(revolute and prismatic joints; an inelastic impact in the internal engine, '
-              'MuJoCo\'s joint limits in mujoco)', read_only=True),
-        Param('command_wait', 0.002, 'double', 'a step is due but the controller lags more than '
-              'one step: wait up to this long for its command, s (0: strict wall-clock pacing)',
-              range=(0.0, 1.0)),
-        Param('lock_step', False, 'bool', 'once effort commands have come, each step waits for '
-              'the command answering the newest state, however long (lock step with the '
-              'controller; lock_step_timeout releases it)', read_only=True),
-        Param('lock_step_timeout', 1.0, 'double', 'lock step: a controller silent for this '
-              'long, s of wall time, releases the lock until its next command',
-              range=(0.001, 60.0)),
-        Param('real_time_factor', 1.0, 'double', 'the fastest simulated time may run against '
-              'the wall clock (0: as fast as the loop goes)', read_only=True,
-              range=(0.0, 1000.0)),
-        Param('faults.delay', 0.0, 'double', 'timing faults (doc/guides/timing_faults.md): every '
-              'joint state reaches the controller this long after it was sensed, s',
-              read_only=True, range=(0.0, 1.0)),
-        Param('faults.jitter', 0.0, 'double', 'timing faults: plus a uniform random delay up '
-              'to this long, s (states keep their order)', read_only=True, range=(0.0, 1.0)),
-        Param('faults.drop', 0.0, 'double', 'timing faults: probability that a joint state is '
-              'lost', read_only=True, range=(0.0, 0.99)),
-        Param('faults.bunch', 1, 'integer', 'timing faults: joint states go out this many at '
-              'a time (1: each when due)', read_only=True, range=(1, 1000)),
-        Param('faults.stall', 0.0, 'double', 'timing faults: no joint states for this long, '
-              's, every faults.stall_period; then the newest (0: none)', read_only=True,
-              range=(0.0, 10.0)),
-        Param('faults.stall_period', 1.0, 'double', 'timing faults: simulated time between '
-              'stall starts, s', read_only=True, range=(0.001, 3600.0)),
-        Param('faults.seed', 0, 'integer', 'timing faults: seed of their random draws',
-              read_only=True),
-        Param('log_period', 5.0, 'double', 'period of the real-time factor log line, s',
-              range=(0.1, 3600.0)),
-        Param('fast_path', True, 'bool', 'joint_states published pre-serialized (one buffer '
-              'filled in place), commands read from their bytes and, with the internal engine, '
-              'each step one compiled call; false: rclpy serializes and deserializes them and '
-              'the step runs in Python (the same values)',
-              read_only=True),
-        Param('publish_clock', True, 'bool', 'publish the simulated time on /clock '
-              '(rosgraph_msgs/Clock) at every step, equal to the stamp of the joint state '
-              'published with it: nodes with use_sim_time run on it', read_only=True),
-    ) + profiles.PARAMS + PLANT_PARAMS
+    PARAMS = load(NAME)
 
     def __init__(self, **options):
         self.config = self.engine = self.plant = None
@@ -172,8 +109,6 @@ class ArmSimulator(ArmNode):
         n = arm.model.nv
         damping = arm.per_joint(values, 'joint_damping') if len(values['joint_damping']) \
             else np.zeros(n)
-        if (damping < 0).any():
-            raise ConfigError(f"joint_damping must be >= 0, got {values['joint_damping']}")
         if len(values['initial_position']):
             initial = arm.per_joint(values, 'initial_position')
         else:
@@ -200,6 +135,7 @@ class ArmSimulator(ArmNode):
         values = with_profile(values, self._build_arm.base_model(values, urdf), given)
         xml = plant_urdf(values, urdf)
         arm = self._build_plant(values, xml)
+        check(self.PARAMS, values, len(arm.joints))   # the per-joint sizes, now known
         return arm, dataclasses.replace(self.configure(values, arm), urdf=xml)
 
     def apply(self, config):

@@ -15,56 +15,24 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
 import robot_dynamics as rd
-from robot_dynamics.core.collision import SAMPLES, CollisionDetector, Comply, Reaction
+from robot_dynamics.core.collision import CollisionDetector, Comply, Reaction
 from robot_dynamics.core.observers import MomentumObserver
 from robot_dynamics.core.setpoints import SetpointLimiter
 from robot_dynamics.core.trajectory import JointTrajectory
 
 from .joint_states import BadInput
-from .parameters import ConfigError, Param
+from .parameters import ConfigError, section
 
 TIME_SCALING_HEADROOM = 1.01   # s = 1.01 × the smallest fitting factor: 1 % below the limits
 REFERENCE_RAMP = 0.5           # s: default streamed-reference acceleration = v_max / 0.5 s
 DEFAULT_OBSERVER_GAIN = 50.0   # 1/s, as the wrench estimator's
-MAX_GAP = 0.005                # s: 5 cycles at 1 kHz (the controller skips states when loaded)
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
-DETECTION_PARAMS = (
-    Param('collision.enable', False, 'bool', 'detect collisions from the momentum observer\'s '
-          'residual (needs measured efforts in joint_states); off by default: the default '
-          'thresholds presume a model within 5 % of the arm; the controller\'s pfl.enable '
-          'turns it on'),
-    Param('collision.thresholds', [], 'double[]', 'per joint |tau_ext| over which a sample '
-          'counts, N m (N); empty: 15 % of each effort limit (5 % with modelled friction)',
-          per_joint=True),
-    Param('collision.samples', SAMPLES, 'integer', 'consecutive samples over a threshold that '
-          'make a collision (the delay after the crossing is samples - 1 cycles)',
-          range=(1, 1000)),
-    Param('collision.max_gap', MAX_GAP, 'double', 'with detection on, a joint state more than '
-          'this after the previous one re-anchors the observer (its residual held): the momentum '
-          'integral over skipped states is not trusted, s', range=(1e-4, 60.0)),
-    Param('collision.force_threshold', 0.0, 'double', 'also a collision: the force at the tip '
-          'behind the residual over this, N; 0: joint thresholds only', range=(0.0, 1e6)),
-)
-CONTROLLER_PARAMS = (
-    Param('trajectory.acceleration_limits', [], 'double[]', 'per joint, rad/s^2 (m/s^2): '
-          'trajectories are checked against them; empty: no acceleration check (and streamed '
-          f'references accelerate at most at velocity limit / {REFERENCE_RAMP} s)',
-          per_joint=True),
-    Param('trajectory.time_scaling', False, 'bool', 'a trajectory over the velocity, '
-          'acceleration or effort limits is slowed down uniformly until it fits (factor logged) '
-          'instead of rejected'),
-) + DETECTION_PARAMS + (
-    Param('collision.reaction', Reaction.STOP.value, 'string', 'on a collision: none (report '
-          'only), stop (hold the position with computed torque, trajectory aborted), comply '
-          '(gravity compensation plus joint damping: the arm yields); until ~/reset; none is '
-          'refused while pfl.enable',
-          choices=tuple(r.value for r in Reaction)),
-    Param('collision.observer_gain', [], 'double[]', 'gain K of the controller\'s momentum '
-          f'observer, 1/s (empty: {DEFAULT_OBSERVER_GAIN} for every joint)', per_joint=True),
-)
+#: the parameters of collision detection (both nodes) and of the controller's safety
+DETECTION_PARAMS = section('wrench_estimator', 'collision')
+CONTROLLER_PARAMS = section('dynamics_controller', 'trajectory', 'collision')
 ESTIMATOR_PARAMS = DETECTION_PARAMS
 
 
@@ -105,9 +73,6 @@ def detection(values, arm, implied=False):
     model = arm.model
     if len(values['collision.thresholds']):
         thresholds = arm.per_joint(values, 'collision.thresholds')
-        if not (thresholds > 0).all():
-            raise ConfigError(f"collision.thresholds must be > 0, got "
-                              f"{values['collision.thresholds']}")
     else:
         try:
             thresholds = rd.default_thresholds(model)
@@ -125,11 +90,7 @@ def acceleration_limits(values, arm):
     """``trajectory.acceleration_limits`` in model order (inf for none), each > 0."""
     if not len(values['trajectory.acceleration_limits']):
         return np.full(arm.model.nv, math.inf)
-    acc = arm.per_joint(values, 'trajectory.acceleration_limits')
-    if not (acc > 0).all():
-        raise ConfigError(f"trajectory.acceleration_limits must be > 0, got "
-                          f"{values['trajectory.acceleration_limits']}")
-    return acc
+    return arm.per_joint(values, 'trajectory.acceleration_limits')
 
 
 def reference_limiter(model, acceleration_limit):
@@ -175,9 +136,6 @@ def configure(values, arm, effort_limits):
     gain = (arm.per_joint(values, 'collision.observer_gain')
             if len(values['collision.observer_gain']) else
             np.full(arm.model.nv, DEFAULT_OBSERVER_GAIN))
-    if not (gain > 0).all():
-        raise ConfigError(f"collision.observer_gain must be > 0, got "
-                          f"{values['collision.observer_gain']}")
     model = arm.model.replace(effort_limit=np.asarray(effort_limits, dtype=float))
     try:
         comply = Comply(model)

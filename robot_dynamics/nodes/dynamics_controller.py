@@ -36,13 +36,13 @@ from .command_cycle import CommandCycle
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                            state_qos, to_array)
 from .node import ArmNode, main as run_node
-from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
+from .parameters import ConfigError
+from .schema import load
 from .diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from .loop_health import LoopHealth, comply_damping, natural_frequency
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
 START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
-MAX_EFFORT_RATE = 1000.0  # N m/s: Franka Control Interface joint torque rate limit
 RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
 STALE_TICK = 0.02        # s: the stale check's period once states are overdue (the ramp)
 LATE = 0.08              # s: a stale check this late: this process itself did not run
@@ -68,28 +68,21 @@ class Config:
 
 
 def joint_gains(values, arm):
-    """Computed torque's (kp, kd) in model order; ConfigError for negative ones.
+    """Computed torque's (kp, kd) in model order (the schema refuses negative ones).
 
     They are accelerations per error (1/s², 1/s), so one default fits every arm: empty kp is
     BANDWIDTH² (400) for every joint, empty kd 2 √kp (critically damped: 40 by default).
     """
     kp = (arm.per_joint(values, 'kp') if len(values['kp'])
           else np.full(arm.model.nv, BANDWIDTH ** 2))
-    if (kp < 0).any():
-        raise ConfigError(f"kp must be >= 0, got {values['kp']}")
     kd = arm.per_joint(values, 'kd') if len(values['kd']) else 2.0 * np.sqrt(kp)
-    if (kd < 0).any():
-        raise ConfigError(f"kd must be >= 0, got {values['kd']}")
     return kp, kd
 
 
 def integral_gains(values, arm, limits):
-    """(ki, integral_limit) in model order; ConfigError for negative ones."""
+    """(ki, integral_limit) in model order (the schema refuses negative ones)."""
     ki = arm.per_joint(values, 'ki') if len(values['ki']) else 0.0
     limit = arm.per_joint(values, 'integral_limit') if len(values['integral_limit']) else limits
-    for name, x in (('ki', ki), ('integral_limit', limit)):
-        if (np.asarray(x) < 0).any():
-            raise ConfigError(f'{name} must be >= 0, got {values[name]}')
     return ki, limit
 
 
@@ -189,38 +182,7 @@ class DynamicsController(ArmNode):
     """Joint states in, one effort command out; mode switchable at run time."""
 
     NAME = 'dynamics_controller'
-    PARAMS = MODEL_PARAMS + STATE_PARAMS + (
-        Param('mode', GRAVITY_COMPENSATION, 'string', 'control law; switching to computed_torque '
-              'holds the current position until a trajectory or reference arrives',
-              choices=(GRAVITY_COMPENSATION, COMPUTED_TORQUE) + task_space.MODES),
-        Param('kp', [], 'double[]', 'computed torque position gains, 1/s^2 (empty: 400 for '
-              'every joint, a bandwidth of 20 rad/s)', per_joint=True),
-        Param('kd', [], 'double[]', 'computed torque velocity gains, 1/s (empty: 2 sqrt(kp), '
-              'critically damped: 40 with the default kp)', per_joint=True),
-        Param('effort_limits', [], 'double[]', 'commands are clamped to +-limit, N m (N); '
-              'empty: the URDF effort limits', per_joint=True),
-        Param('max_effort_rate', MAX_EFFORT_RATE, 'double', 'largest rate of change of each '
-              'published command, N m/s (N/s), over wall time', range=(1e-3, 1e12)),
-        Param('friction_compensation', False, 'bool', 'gravity_compensation adds the model\'s '
-              'joint friction at the measured velocity (computed_torque always includes it)'),
-        Param('friction_deadband', 0.0, 'double', 'friction_compensation: the Coulomb part is '
-              '0 below this speed and full above twice it (smoothstep between), rad/s (m/s); '
-              '0: none', range=(0.0, 100.0)),
-        Param('ki', [], 'double[]', 'computed torque integral gains, 1/s^3 (stable below kp kd; '
-              'empty or 0: no integral term)', per_joint=True),
-        Param('integral_limit', [], 'double[]', 'largest torque of the integral term per joint, '
-              'N m (N) (empty: the effort limits)', per_joint=True),
-        Param('velocity_filter_cutoff', 0.0, 'double', 'first-order low-pass on the measured '
-              'velocities the control laws use, Hz (0: off)', range=(0.0, 1e6)),
-        Param('fast_path', True, 'bool', 'joint_states read from their serialized bytes by a '
-              'compiled reader and commands published pre-serialized, and in gravity '
-              'compensation, computed torque and the task-space modes each state one compiled '
-              'call from its bytes to the command (not with friction compensation, ki, a '
-              'velocity filter, collision detection, PFL, a gravity-compensating arm, mimic '
-              'joints); false: rclpy deserializes and serializes them (the same commands)',
-              read_only=True),
-    ) + (payload.PARAMS + profiles.PARAMS + task_space.PARAMS +
-         contact_safety.CONTROLLER_PARAMS + speed_limiter.PARAMS + trajectory_action.PARAMS)
+    PARAMS = load(NAME)
 
     def __init__(self, **options):
         self.config = self.reader = self.reference = self.pending = self.cycle = None
@@ -265,8 +227,6 @@ class DynamicsController(ArmNode):
         limits = arm.model.effort_limit
         if len(values['effort_limits']):
             limits = arm.per_joint(values, 'effort_limits')
-            if (limits <= 0).any():
-                raise ConfigError(f"effort_limits must be > 0, got {values['effort_limits']}")
         kp, kd = joint_gains(values, arm)
         ct = ComputedTorque(arm.model, kp, kd, *integral_gains(values, arm, limits))
         gravity = GravityCompensation(arm.model, values['friction_compensation'],

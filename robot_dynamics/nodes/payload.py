@@ -33,15 +33,9 @@ from robot_dynamics.core.identification import static_poses, tilt
 from robot_dynamics.core.spatial import inertia_from_urdf, inertia_to_urdf
 
 from .joint_states import BadInput
-from .parameters import Param
+from .parameters import section
 
-PARAMS = (
-    Param('payload_identification.samples', 2000, 'integer', '~/identify_payload fits the last '
-          'this many still joint states (at 1 kHz: the number of ms held still, over all '
-          'poses)', range=(10, 100000)),
-    Param('payload_identification.still_velocity', 0.01, 'double', 'a joint state is still when '
-          'every |joint velocity| is below this, rad/s (m/s)', range=(1e-9, 10.0)),
-)
+PARAMS = section('dynamics_controller', 'payload_identification')
 POSE_TOLERANCE = 0.02   # rad (m): still samples farther than this from a pose's first start another
 MIN_TILT = 15.0         # degrees between gravity directions in tip axes to fix the whole com
 NO_PAYLOAD = 0.01       # kg: an estimate lighter than this is no payload

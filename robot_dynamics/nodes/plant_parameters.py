@@ -16,45 +16,9 @@ import robot_dynamics as rd
 from robot_dynamics.simulation import plant
 
 from .arm import joint_order
-from .parameters import MODEL_PARAMS, ConfigError, Param, vector
+from .parameters import MODEL_PARAMS, ConfigError, section, vector
 
-PLANT_PARAMS = (
-    Param('plant.profile', 'none', 'string', 'a documented set of plant parameters: none, '
-          'realistic (illustrative day-one effects) or panda_gaz2019 (Gaz et al. RA-L 2019 '
-          'friction); fills the plant parameters left at their defaults', read_only=True,
-          choices=tuple(plant.PROFILES)),
-    Param('plant.robot_description', '', 'string', "URDF XML of the simulated arm (empty: "
-          "plant.urdf, else robot_description): the plant's inertias", read_only=True),
-    Param('plant.urdf', '', 'string', 'URDF file of the simulated arm (empty: '
-          'robot_description)', read_only=True),
-    Param('plant.mass_error', 0.0, 'double', 'each link mass and inertia of the plant scaled by '
-          '1 + u mass_error, u uniform in [-1, 1]', read_only=True, range=(0.0, 0.9)),
-    Param('plant.com_error', 0.0, 'double', 'each centre of mass of the plant moved by up to '
-          'this, m', read_only=True, range=(0.0, 1.0)),
-    Param('plant.seed', 0, 'integer', 'seed of the perturbation and of the sensor noise',
-          read_only=True, range=(0, 2**31 - 1)),
-    Param('plant.stiction', [], 'double[]', 'breakaway friction torque f_s >= friction.coulomb '
-          '(Stribeck), N m (empty: none)', read_only=True, per_joint=True),
-    Param('plant.stribeck_velocity', 0.05, 'double', 'Stribeck velocity v_s: stiction decays '
-          'as exp(-(qdot/v_s)^2), rad/s', read_only=True, range=(1e-6, 100.0)),
-    Param('plant.sigmoid_friction.amplitude', [], 'double[]', 'phi1 of the sigmoid friction '
-          'phi1/(1+exp(-phi2(qdot+phi3))) - phi1/(1+exp(-phi2 phi3)), N m (empty: none)',
-          read_only=True, per_joint=True),
-    Param('plant.sigmoid_friction.slope', [], 'double[]', 'phi2 of the sigmoid friction, s/rad',
-          read_only=True, per_joint=True),
-    Param('plant.sigmoid_friction.offset', [], 'double[]', 'phi3 of the sigmoid friction, '
-          'rad/s', read_only=True, per_joint=True),
-    Param('plant.position_resolution', 0.0, 'double', 'reported positions rounded to '
-          'multiples of this, rad (0: exact)', read_only=True, range=(0.0, 1.0)),
-    Param('plant.velocity_noise', 0.0, 'double', 'standard deviation of white noise on the '
-          'reported velocities, rad/s', read_only=True, range=(0.0, 100.0)),
-    Param('plant.effort_noise', 0.0, 'double', 'standard deviation of white noise on the '
-          'reported efforts, N m', read_only=True, range=(0.0, 1000.0)),
-    Param('plant.effort_offset', [], 'double[]', 'constant offset of the reported efforts, N m '
-          '(empty: none)', read_only=True, per_joint=True),
-    Param('plant.command_delay', 0, 'integer', 'cycles between an effort command and the step '
-          'it acts on, beyond the one-step hold', read_only=True, range=(0, 100)),
-)
+PLANT_PARAMS = section('arm_simulator', 'plant')
 DEFAULTS = {p.name: p.default for p in PLANT_PARAMS + MODEL_PARAMS}
 PER_JOINT = {p.name for p in PLANT_PARAMS + MODEL_PARAMS if p.per_joint}
 STABILITY = 1.0   # largest friction slope x dt / inertia: the held friction does not oscillate

@@ -26,20 +26,11 @@ import numpy as np
 
 import robot_dynamics as rd
 
-from .parameters import ConfigError, Param
+from .parameters import ConfigError, section
 
 TORQUE, CURRENT, TORQUE_MINUS_GRAVITY = 'torque', 'current', 'torque_minus_gravity'
-PARAMS = (
-    Param('hardware_compensates_gravity', False, 'bool', 'the robot adds its own gravity torque '
-          'to every command (Franka, KUKA FRI): commands exclude g(q)', read_only=True),
-    Param('hardware_compensates_payload', False, 'bool', "the robot's own load setting holds "
-          'the payload.* payload too, so its gravity compensation includes it', read_only=True),
-    Param('measured_effort', TORQUE, 'string', 'what joint_states effort is: torque (N m, '
-          'gravity included), current (A, times torque_constants) or torque_minus_gravity',
-          read_only=True, choices=(TORQUE, CURRENT, TORQUE_MINUS_GRAVITY)),
-    Param('torque_constants', [], 'double[]', 'joint torque per motor current, N m/A at the '
-          'joint; required with measured_effort current', read_only=True, per_joint=True),
-)
+PARAMS = section('dynamics_controller', 'hardware_compensates_gravity',
+                 'hardware_compensates_payload', 'measured_effort', 'torque_constants')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,9 +74,7 @@ def profile(values, arm):
         if not len(values['torque_constants']):
             raise ConfigError('measured_effort current needs torque_constants (N m/A at the '
                               'joint, one per joint): the arm reports motor currents')
-        constants = arm.per_joint(values, 'torque_constants')
-        if not (constants > 0).all():
-            raise ConfigError(f"torque_constants must be > 0, got {values['torque_constants']}")
+        constants = arm.per_joint(values, 'torque_constants')   # the schema: each > 0
     robot_model = arm.model if values['hardware_compensates_payload'] else arm.unloaded
     return Profile(robot_model, bool(values['hardware_compensates_gravity']),
                    values['measured_effort'], constants)

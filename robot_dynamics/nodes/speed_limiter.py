@@ -21,7 +21,7 @@ import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 
 from . import task_space
-from .parameters import ConfigError, Param
+from .parameters import ConfigError, section
 
 PUBLISH_PERIOD = 0.01   # s: ~/speed_scaling at 100 Hz while scaling
 IDLE_PERIOD = 1.0       # s: and at 1 Hz while nothing is on the scaled clock
@@ -31,30 +31,7 @@ WARN_RATIO = 0.8        # arrow colour: green below 0.8 v_max, orange up to v_ma
 NO_POINTS = 'off: no contact points (no tip and no pfl.frames)'
 GREEN, ORANGE, RED = (0.1, 0.8, 0.1), (1.0, 0.6, 0.0), (0.9, 0.1, 0.1)
 
-PARAMS = (
-    Param('pfl.enable', False, 'bool', 'power and force limiting: slow joint trajectories and '
-          'task-space target streams so each contact point stays <= v_max of its body regions '
-          '(ISO/TS 15066 A.3, counting the controller\'s pull during a contact), and turn '
-          'collision detection on with its reaction (none refused): '
-          'doc/guides/power_force_limiting.md'),
-    Param('pfl.frames', [], 'string[]', 'contact points: frame names (empty: the tip)'),
-    Param('pfl.offsets', [], 'double[]', 'contact points: 3 per frame, m, from the frame origin '
-          'in frame axes (empty: the frame origins)'),
-    Param('pfl.body_regions', [], 'string[]', 'body regions a contact may hit; the lowest v_max '
-          'rules (empty: every region of the table that permits transient contact)'),
-    Param('pfl.region_overrides', '', 'string', 'YAML file {region: {quasi_static_force, '
-          'transient_force, spring_constant, effective_mass}} (N, N/m, kg) replacing or adding '
-          'entries of the ISO/TS 15066 table (empty: the table)'),
-    Param('pfl.rise_rate', 1.0, 'double', 'largest rate at which s rises, 1/s', range=(1e-3, 1e3)),
-    Param('pfl.fall_rate', 20.0, 'double', 'largest rate at which s falls, 1/s',
-          range=(1e-3, 1e4)),
-    Param('pfl.hysteresis', 0.02, 'double', 's rises only once its target exceeds it by this '
-          '(or reaches 1)', range=(0.0, 0.5)),
-    Param('pfl.marker_rate', 10.0, 'double', '~/pfl_markers rate, Hz (0: none)',
-          range=(0.0, 100.0)),
-    Param('pfl.marker_scale', 0.05, 'double', 'ellipsoid semi-axis per sqrt(kg) of reflected '
-          'mass, m; the velocity arrow is 0.2 s of motion long', range=(1e-6, 10.0)),
-)
+PARAMS = section('dynamics_controller', 'pfl')
 
 
 @dataclasses.dataclass(frozen=True)

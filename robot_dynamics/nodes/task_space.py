@@ -20,7 +20,7 @@ from robot_dynamics.core.task_control import (CartesianImpedance, OperationalSpa
                                               pose_interpolation)
 
 from .joint_states import BadInput, all_finite, seconds
-from .parameters import ConfigError, Param, vector
+from .parameters import ConfigError, section, vector
 
 CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE = 'cartesian_impedance', 'operational_space'
 MODES = (CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE)
@@ -31,44 +31,12 @@ INF = float('inf')
 ZERO = np.zeros(6)
 ZERO.flags.writeable = False
 
-PARAMS = (
-    Param('cartesian.stiffness', [1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0], 'double[]',
-          'Cartesian stiffness K, base axes: N/m along x, y, z, then N m/rad about x, y, z '
-          '(cartesian_impedance; operational_space without inertia shaping)'),
-    Param('cartesian.damping_ratio', 1.0, 'double', 'damping ratio of every Cartesian mode '
-          '(double diagonalisation against the task-space inertia)', range=(0.0, 10.0)),
-    Param('cartesian.max_error', [0.05, 0.25], 'double[]', 'the pose error is clipped to '
-          '[translation m, rotation rad] (> 0; .inf: no clip): a far target pulls no harder'),
-    Param('cartesian.max_velocity', [INF, INF], 'double[]', 'the spring asks for at most '
-          '[m/s, rad/s] through the damping, v = D^-1 K e clipped (> 0; .inf: no limit; needs '
-          'damping_ratio > 0); for free motion only: it also caps the force held at rest'),
-    Param('cartesian.max_frequency', 50.0, 'double', 'every mode of the task-space loop at '
-          'most at this natural frequency, rad/s: a faster mode (a light wrist under a stiff '
-          'rotational spring) gets the stiffness its inertia times this squared; 50: stable '
-          'with states up to about 11 ms late (doc/guides/timing_faults.md; .inf: no limit)',
-          range=(1.0, float('inf'))),
-    Param('cartesian.coriolis_compensation', False, 'bool', 'cartesian_impedance adds C(q, '
-          'qdot) qdot and the model friction (false: only g(q), the passive law)'),
-    Param('operational_space.inertia_shaping', True, 'bool', 'operational_space shapes the '
-          'tip into a unit mass: K and D act as accelerations (operational_space.stiffness); '
-          'false: the tip keeps its inertia and cartesian.stiffness applies'),
-    Param('operational_space.stiffness', [400.0, 400.0, 400.0, 400.0, 400.0, 400.0],
-          'double[]', 'operational_space with inertia shaping: K in 1/s^2 along x, y, z, then '
-          'about x, y, z (400: 20 rad/s)'),
-    Param('nullspace.stiffness', 10.0, 'double', 'joint stiffness of the posture in the null '
-          'space, N m/rad (7-dof arms; a 6-dof arm has no null space)', range=(0.0, 1e4)),
-    Param('nullspace.damping', 2.0, 'double', 'joint damping in the null space, N m s/rad',
-          range=(0.0, 1e3)),
-    Param('nullspace.posture', [], 'double[]', 'posture q_n the null space is pulled to, '
-          'joints order (empty: the pose at the switch into the mode)', per_joint=True),
-)
+PARAMS = section('dynamics_controller', 'cartesian', 'operational_space', 'nullspace')
 
 
 def stiffness(values, name):
-    """A stiffness parameter (translation first, >= 0) in the core's angular-first order."""
+    """A stiffness parameter (translation first; the schema: >= 0) in the core's order."""
     k = vector(values, name, 6, 'values (x, y, z, then about x, y, z)')
-    if (k < 0).any():
-        raise ConfigError(f'{name} must be >= 0, got {k.tolist()}')
     return np.concatenate([k[3:], k[:3]])
 
 

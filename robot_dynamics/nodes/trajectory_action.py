@@ -15,26 +15,12 @@ from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from .joint_states import BadInput, to_array
-from .parameters import Param
+from .schema import section
 
 FEEDBACK_PERIOD = 0.02   # s of state time between feedback messages: 50 Hz
 ACTION = '~/follow_joint_trajectory'
 
-PARAMS = (
-    Param('trajectory_action.path_tolerance', 0.0, 'double', 'FollowJointTrajectory: largest '
-          'position error from the reference along the path, rad (m), for joints the goal gives '
-          'none (0: unchecked); past it the goal aborts and the arm holds where it stands',
-          range=(0.0, 100.0)),
-    Param('trajectory_action.goal_tolerance', 0.02, 'double', 'FollowJointTrajectory: largest '
-          'position error from the last point for success, rad (m), for joints the goal gives '
-          'none (0: unchecked)', range=(0.0, 100.0)),
-    Param('trajectory_action.stopped_velocity_tolerance', 0.05, 'double',
-          'FollowJointTrajectory: largest speed for success, rad/s (m/s), for joints the goal '
-          'gives no goal velocity tolerance (0: unchecked)', range=(0.0, 100.0)),
-    Param('trajectory_action.goal_time_tolerance', 1.0, 'double', 'FollowJointTrajectory: '
-          'time after the trajectory\'s end to settle within the goal tolerances when the goal '
-          'gives none, s', range=(0.0, 3600.0)),
-)
+PARAMS = section('dynamics_controller', 'trajectory_action')
 
 
 def import_action():

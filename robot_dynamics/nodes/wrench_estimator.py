@@ -20,7 +20,8 @@ from robot_dynamics.core.observers import MomentumObserver
 from . import cdr, contact_safety, estimator_cycle, payload, profiles
 from .joint_states import BadInput, state_qos, to_array
 from .node import ArmNode, main as run_node
-from .parameters import MODEL_PARAMS, STATE_PARAMS, ConfigError, Param
+from .parameters import ConfigError
+from .schema import load
 from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
@@ -62,18 +63,7 @@ class WrenchEstimator(ArmNode):
     """Joint states in, ~/external_joint_torques and ~/wrench out, once per joint state."""
 
     NAME = 'wrench_estimator'
-    PARAMS = MODEL_PARAMS + STATE_PARAMS + (
-        Param('observer_gain', [], 'double[]', f'observer gain K, 1/s (empty: {DEFAULT_GAIN} '
-              'for every joint)', per_joint=True),
-        Param('damping', 1e-3, 'double', 'damping of the pseudo-inverse of J^T, relative to the '
-              'largest singular value of J', range=(0.0, 1.0)),
-        Param('reference_frame', '', 'string', 'frame of ~/wrench: the base link (moment about '
-              'the tip, base axes) or the tip link (tip axes); empty: the base link (no tip: no '
-              '~/wrench, only ~/external_joint_torques)'),
-        Param('fast_path', True, 'bool', 'joint_states read from their serialized bytes by a '
-              'compiled reader; false: rclpy deserializes them (the same estimates)',
-              read_only=True),
-    ) + profiles.PARAMS + contact_safety.ESTIMATOR_PARAMS
+    PARAMS = load(NAME)
 
     def __init__(self, **options):
         self.config = self.observer = self.reader = self.cycle = None
@@ -101,8 +91,6 @@ class WrenchEstimator(ArmNode):
         n = arm.model.nv
         gain = (arm.per_joint(values, 'observer_gain') if len(values['observer_gain'])
                 else np.full(n, DEFAULT_GAIN))
-        if not (gain > 0).all():
-            raise ConfigError(f"observer_gain must be > 0, got {values['observer_gain']}")
         frame, reference = wrench_frame(values['reference_frame'], arm.model)
         return Config(gain, frame, reference, values['damping'],
                       profiles.profile(values, arm), contact_safety.detection(values, arm))

@@ -31,7 +31,7 @@ from robot_dynamics.nodes.joint_states import DESCRIPTION_QOS, BadInput, JointSt
     state_qos
 from robot_dynamics.nodes.node import Throttled, main as run_node
 from robot_dynamics.nodes.parameters import JOINT_STATES_RELIABILITY, ConfigError, Param, \
-    check_choices, declare_parameters
+    check as check_parameters, declare_parameters
 from robot_dynamics.tools import recording
 
 QUEUE_DEPTH = 1000   # a burst of joint states waits here while a callback runs
@@ -79,7 +79,7 @@ class JointStateRecorder(Node):
     def __init__(self):
         super().__init__(self.NAME)
         p = declare_parameters(self, PARAMS)
-        check_choices(PARAMS, p)
+        check_parameters(PARAMS, p)
         self.output, self.duration = p['output'], p['duration']
         self.min_samples, self.urdf = p['min_samples'], p['urdf']
         self.description = p['robot_description']

@@ -1,0 +1,102 @@
+"""A node's process ends: within TEARDOWN_TIMEOUT of its stop, and when its launcher dies.
+
+1. rclpy's teardown hanging is stood in for by a node whose ``destroy_node`` never returns; the
+   process must say so on stderr and exit with the status its spin returned.
+2. A launcher (robot_dynamics.run's Processes) killed outright: its node stops gracefully,
+   whether it was still starting or already running.
+"""
+import pathlib
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+
+from robot_dynamics import run as ros_run
+from robot_dynamics.nodes.node import TEARDOWN_TIMEOUT
+
+SCRIPT = textwrap.dedent("""
+    import threading
+    import rclpy
+    from rclpy.executors import SingleThreadedExecutor
+    from rclpy.node import Node
+    from robot_dynamics.nodes.node import tear_down
+
+    class Stuck(Node):
+        def destroy_node(self):
+            threading.Event().wait()   # never returns
+
+    rclpy.init()
+    node = Stuck('stuck_node')
+    tear_down(node, SingleThreadedExecutor(), {status})
+    print('returned')
+""")
+
+
+def run(status, env):
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, '-c', SCRIPT.format(status=status)],
+                          capture_output=True, text=True, timeout=60, env=env)
+    return done, time.monotonic() - start
+
+
+def test_a_hung_teardown_ends_the_process_with_its_status():
+    domain, lock = ros_run.allocate_domain_id()   # DDS on loopback, in a domain of its own
+    env = ros_run.loopback_environment(domain, tempfile.mkdtemp(prefix='robot_dynamics_test_'))
+    with lock:
+        outcomes = [(status, *run(status, env)) for status in (0, 3)]
+    for status, done, took in outcomes:
+        assert done.returncode == status, done.stderr
+        assert 'returned' not in done.stdout
+        assert '[stuck_node] rclpy teardown took over 5 s; exiting without it' in done.stderr
+        assert TEARDOWN_TIMEOUT <= took < TEARDOWN_TIMEOUT + 30
+
+
+LAUNCHER = textwrap.dedent("""
+    import sys, time
+    from robot_dynamics import bringup, run
+    spec = [s for s in bringup.nodes('simulated_arm', robot='panda')
+            if s.name == 'arm_simulator']
+    processes = run.Processes(spec, dict(__import__('os').environ), sys.argv[1], output=sys.argv[1])
+    print(processes.procs['arm_simulator'].pid, flush=True)
+    time.sleep(600)
+""")
+
+
+def state(pid):
+    """The process's state letter ('Z': a zombie), or None once it is gone."""
+    try:
+        status = pathlib.Path(f'/proc/{pid}/status').read_text()
+    except FileNotFoundError:
+        return None
+    return next(line.split()[1] for line in status.splitlines() if line.startswith('State:'))
+
+
+def launch_and_kill(env, work, ready):
+    """Start arm_simulator from a launcher process, SIGKILL the launcher: the node's log."""
+    launcher = subprocess.Popen([sys.executable, '-c', LAUNCHER, str(work)], env=env,
+                                stdout=subprocess.PIPE, text=True)
+    node = int(launcher.stdout.readline())
+    log = pathlib.Path(work) / 'arm_simulator.log'
+    deadline = time.monotonic() + 120
+    while ready and ']: ready: ' not in (log.read_text() if log.exists() else ''):
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.05)
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    while state(node) not in (None, 'Z'):
+        assert time.monotonic() < deadline, f'node {node} outlived its launcher'
+        time.sleep(0.05)
+    return log.read_text()
+
+
+def test_nodes_stop_when_their_launcher_is_killed():
+    domain, lock = ros_run.allocate_domain_id()
+    with lock:
+        env = ros_run.loopback_environment(domain, tempfile.mkdtemp(prefix='robot_dynamics_test_'))
+        starting = launch_and_kill(env, tempfile.mkdtemp(prefix='robot_dynamics_test_'), False)
+        running = launch_and_kill(env, tempfile.mkdtemp(prefix='robot_dynamics_test_'), True)
+    assert 'Traceback' not in starting + running, starting + running
+    assert 'stopped while starting' in starting or ']: ready: ' not in starting, starting
+    assert ']: ready: ' in running, running
