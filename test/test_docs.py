@@ -75,9 +75,10 @@ def markdown_links(path):
     return [t.split('#')[0] for t in targets if not re.match(r'[a-z]+:|#', t)]
 
 
-@pytest.mark.parametrize('readme', ['README.md', 'CHANGELOG.md'])
+@pytest.mark.parametrize('readme', ['README.md'])
 def test_readme_links_resolve(readme):
     links = markdown_links(REPO / readme)
+    assert links, f'{readme} links to no file: the test would check nothing'
     missing = [t for t in links if not (REPO / t).exists()]
     assert not missing, f'{readme} links to files that do not exist: {missing}'
 
