@@ -78,6 +78,12 @@ def warm_numba_cache():
     sim = simulate('internal', model, model.joint_names, q, 1e-3)
     sim.step(v)
     sim.sensed_step(v, v, v.copy(), np.ones(6))   # arm_simulator's compiled step
+    # the nodes' compiled cycles: on a fresh clone these take the controller a minute to compile
+    from robot_dynamics.nodes import cdr, command_cycle, estimator_cycle
+    order = np.arange(7)
+    cdr.warm_up(model.joint_names)
+    command_cycle.warm_up(model, model.joint_names, np.full(7, 87.0), order)
+    estimator_cycle.warm_up(observer, model.joint_names, '', rd.LOCAL_WORLD_ALIGNED, order)
 
 
 def module_finished():
