@@ -327,16 +327,26 @@ class Probe(Node):
             f'{publisher.get_subscription_count()} subscriptions, the recorder '
             f'{recorder.subscription.get_publisher_count()} publishers')
 
-    def call(self, srv_type, service, request, timeout=10.0):
+    def call(self, srv_type, service, request, timeout=10.0, retry=2.0):
+        """The service's response, the request sent again every ``retry`` s until ``timeout``.
+
+        A client made for an earlier node of the same name sees the service as available while
+        that node's ghost is still discovered, and a request sent before the new server has
+        matched the client's response reader is lost; the parameter services are idempotent.
+        """
         client = self.clients_.get(service)
         if client is None:
             client = self.clients_[service] = self.create_client(srv_type, service)
         assert client.wait_for_service(timeout), f'service {service} not available'
-        future = client.call_async(request)
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        assert done.wait(timeout), f'no answer from {service}'
-        return future.result()
+        deadline = time.monotonic() + timeout
+        while True:
+            future = client.call_async(request)
+            done = threading.Event()
+            future.add_done_callback(lambda _: done.set())
+            if done.wait(min(retry, max(0.0, deadline - time.monotonic()))):
+                return future.result()
+            client.remove_pending_request(future)
+            assert time.monotonic() < deadline, f'no answer from {service}'
 
     def set_parameters(self, node, values):
         """Set {name: value} one by one through the node's service; returns the results."""
