@@ -29,8 +29,7 @@ from robot_dynamics.core.trajectory import JointTrajectory
 
 from robot_dynamics.core.collision import Comply, Reaction
 
-from . import (cdr, command_cycle, contact_safety, payload, profiles, speed_limiter, task_space,
-               trajectory_action)
+from . import cdr, command_cycle, contact_safety, payload, profiles, speed_limiter, task_space
 from .cdr import CdrJointStateReader, Float64MultiArrayWriter
 from .command_cycle import CommandCycle
 from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
@@ -132,37 +131,27 @@ def trajectory_from_msg(msg, model, start, current):
     prepended as point 0, so the reference is continuous when the new trajectory takes over
     (blend); a first point at time 0 must be within START_TOLERANCE of it (else: rejected).
     Continuous joints take the short way round between points (``unwrap_positions``).
-    A partial trajectory (a subset of the joints): the joints it does not name hold the current
-    reference's position at the start (velocity and acceleration 0).
     """
-    names, joint_names = list(msg.joint_names), list(model.joint_names)
-    unknown = [name for name in names if name not in joint_names]
-    if unknown or len(set(names)) != len(names) or not names:
-        raise BadInput(f'joint_trajectory names {names} must be distinct joints of '
-                       f'{joint_names} (unknown: {unknown})')
-    q0, v0, a0 = current.sample(start)
-    named = [joint_names.index(name) for name in names]
+    names, joint_names = list(msg.joint_names), model.joint_names
+    if sorted(names) != sorted(joint_names):
+        raise BadInput(f'joint_trajectory names {names} must be exactly the joints '
+                       f'{list(joint_names)}')
+    index = [names.index(j) for j in joint_names]
     n = len(names)
 
-    def field(name, required, held):
+    def field(name, required):
         rows = [getattr(p, name) for p in msg.points]
         if not required and all(len(r) == 0 for r in rows):
             return None
         if any(len(r) != n for r in rows):
             raise BadInput(f'every point needs {n} {name} (or, except positions, none)')
-        full = []
-        for row in rows:
-            values = np.array(held, dtype=float)
-            values[named] = np.asarray(row, dtype=float)
-            full.append(values)
-        return full
+        return [np.asarray(r, dtype=float)[index] for r in rows]
 
     times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
-    zeros = np.zeros(len(joint_names))
-    q = field('positions', True, q0)
-    v, a = field('velocities', False, zeros), field('accelerations', False, zeros)
+    q, v, a = field('positions', True), field('velocities', False), field('accelerations', False)
     for qk in q:
         within_limits(model, qk, 'joint_trajectory point')
+    q0, v0, a0 = current.sample(start)
     q = unwrap_positions(model, q0, q)
     if times[0] > 0:
         times, q = [0.0] + times, [q0] + q
@@ -207,7 +196,6 @@ class DynamicsController(ArmNode):
                                  state_qos(self.values['joint_states_reliability'], 1), raw=raw)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
-        self.action = trajectory_action.TrajectoryAction(self)   # ~/follow_joint_trajectory
         self.stale_timer = self.create_timer(STALE_TICK, self.check_stale)
         self.stale_timer.cancel()   # runs while commanding (``published`` starts it)
         self.payload_topic = payload.subscribe(self)
@@ -379,8 +367,6 @@ class DynamicsController(ArmNode):
             self.task.served(q, v, t, cycle.condition[0])
         self.published(status, now, stamp)
         self.beat(sec, nanosec)
-        if self.action.goal is not None:
-            self.action.served(t, q, v)
         self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
         return True
 
@@ -412,8 +398,6 @@ class DynamicsController(ArmNode):
         # exact differences of stamps: integer nanoseconds
         if self.publish(tau, q, (sec * 10**9 + nanosec) or None):
             self.beat(sec, nanosec)
-            if self.action.goal is not None:
-                self.action.served(t, q, v)
             self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def check_stamp(self, t):
@@ -514,17 +498,6 @@ class DynamicsController(ArmNode):
     def on_trajectory(self, msg):
         if not self.tracking('joint_trajectory'):
             return
-        try:
-            self.start_trajectory(msg)
-        except BadInput as error:
-            self.diagnostics.count('rejected_references')
-            self.warn(str(error))
-
-    def start_trajectory(self, msg):
-        """Start a JointTrajectory (topic or action); its TimedTrajectory, None if empty (hold).
-
-        BadInput if refused (``trajectory_from_msg``, ``contact_safety.feasible``).
-        """
         start = seconds(msg.header.stamp) or self.t_last  # zero: now, on the states' clock
         if start < self.t_last:   # sampled from a past start, the reference would step
             self.warn(f'joint_trajectory stamped {self.t_last - start:.3f} s before the newest '
@@ -533,16 +506,20 @@ class DynamicsController(ArmNode):
         if not msg.points:
             self.reference, self.pending = self.hold(), None
             self.get_logger().info('empty joint_trajectory: holding the current position')
-            return None
+            return
         current = self.pending if self.pending and start >= self.pending.start else self.reference
         current = self.limiter.blend_source(current)   # a trajectory slowed by PFL: as slowed
-        timed = trajectory_from_msg(msg, self.arm.model, start, current)
-        timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
-                                                   self.get_logger().info)
-        self.pending = timed
+        try:
+            timed = trajectory_from_msg(msg, self.arm.model, start, current)
+            timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
+                                                       self.get_logger().info)
+            self.pending = timed
+        except BadInput as error:
+            self.diagnostics.count('rejected_references')
+            self.warn(str(error))
+            return
         self.get_logger().info(f'joint_trajectory: {len(msg.points)} points, '
-                               f'{timed.trajectory.duration:.3f} s')
-        return timed
+                               f'{self.pending.trajectory.duration:.3f} s')
 
     def on_reference(self, msg):
         if not self.tracking('reference'):
