@@ -54,11 +54,11 @@ def test_a_hung_teardown_ends_the_process_with_its_status():
 
 
 LAUNCHER = textwrap.dedent("""
-    import sys, time
+    import os, sys, time
     from robot_dynamics import bringup, run
     spec = [s for s in bringup.nodes('simulated_arm', robot='panda')
             if s.name == 'arm_simulator']
-    processes = run.Processes(spec, dict(__import__('os').environ), sys.argv[1], output=sys.argv[1])
+    processes = run.Processes(spec, dict(os.environ), sys.argv[1], output=sys.argv[1])
     print(processes.procs['arm_simulator'].pid, flush=True)
     time.sleep(600)
 """)
