@@ -198,18 +198,25 @@ def test_estimator_publishes_the_external_joint_torques_and_no_wrench(nodes):
     """At rest with efforts g(q) − τ_x, the observer converges to τ_ext = τ_x.
 
     Stamps 10 ms apart (its integration step), so it converges as e^(−50 t) on the states'
-    clock, whatever the wall clock does.
+    clock, whatever the wall clock does: by 1.49 s, to e^(−74.5).
     """
     tau_x = np.array([2.0, -3.0, 1.5, 0.5, -0.4, 0.3])
     q = np.array([0.1, -1.6, 1.4, -1.0, 1.5, 0.0])
     effort = nodes.pinocchio.gravity(q) - tau_x
-    publisher, t0 = nodes.states['estimator.wrench_estimator'], time.time()
-    for k in range(150):
+    publisher, t0, t_end = nodes.states['estimator.wrench_estimator'], time.time(), 1.49
+    deadline, k = time.monotonic() + 30.0, 0
+    # 150 states 2 ms apart, then on (20 ms apart) until one stamped t_end or later is answered:
+    # a best-effort state lost on a busy loopback must not leave the test waiting for it
+    while not (len(nodes.torques) and stamp_of(nodes.torques.messages[-1]) > t0 + t_end - 1e-6):
+        assert time.monotonic() < deadline, \
+            f'no estimate stamped after {t0 + t_end}\n{nodes.launch.logs()}'
         publisher.publish(state(q, effort=effort, stamp=t0 + PERIOD * k))
-        time.sleep(0.002)
+        k += 1
+        time.sleep(0.002 if k < 150 else 0.02)
     nodes.fed['estimator.wrench_estimator'] = time.monotonic()
-    last = nodes.torques.wait_for_stamp(t0 + PERIOD * 149, timeout=30.0)
-    assert abs(stamp_of(last) - (t0 + PERIOD * 149)) < 1e-6
+    last = nodes.torques.messages[-1]
+    steps = (stamp_of(last) - t0) / PERIOD   # the state it answers: an integer, 149 or more
+    assert abs(steps - round(steps)) * PERIOD < 1e-6 and round(steps) < k
     estimate = dict(zip(last.name, last.effort))
     np.testing.assert_allclose([estimate[j] for j in JOINTS], tau_x, atol=1e-6)
     assert len(nodes.wrench) == 0   # the wrench needs a tip

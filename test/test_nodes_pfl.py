@@ -28,6 +28,7 @@ About 40 s per engine on an idle machine.
 """
 import bisect
 import math
+import re
 import time
 
 import numpy as np
@@ -98,8 +99,9 @@ class Arm(ArmView):
     def swing(self, waypoints, times):
         """Send the swing; (t, q, v) of the states from its start until at rest at the end.
 
-        t in seconds from the trajectory's start (its stamp), not from the first state recorded:
-        the probe may miss the first few (an arrival measured from it came out early).
+        t in seconds from the trajectory's start (as the controller took it), not from the
+        first state recorded: the probe may miss the first few (an arrival measured from it
+        came out early).
 
         The end: 0.1 s of states within 1e-3 rad of the last waypoint, every |q̇| < 0.01 rad/s.
         """
@@ -117,25 +119,26 @@ class Arm(ArmView):
                 f'(goal {waypoints[-1]})\n{self.launch.logs()}')
 
     def send(self, waypoints, times):
-        """Publish the trajectory (0.5 s ahead) until the controller logs it; returns its start.
+        """Publish the trajectory (0.5 s ahead) once; returns the start the controller logs.
 
-        A message published just as the subscriptions match can be lost (DDS delivers to
-        readers that have matched the writer): sent again if not logged within 2 s.
+        Once: the fixture waited for the match, and a reliable sample lost on a busy loopback
+        comes again with the writer's next heartbeat (seconds late); a second send would start
+        a second swing. The start is the controller's own (a stamp it finds past starts at its
+        newest state), so that times measured from it are the swing's.
         """
-        accepted = self.launch.count('dynamics_controller', 'joint_trajectory: 3 points')
-        for _ in range(3):
-            start = self.now() + 0.5
-            msg = JointTrajectory(joint_names=JOINTS)
-            msg.header.stamp = to_time(start)
-            msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t))
-                          for p, t in zip(waypoints, times)]
-            self.trajectory.publish(msg)
-            deadline = time.monotonic() + 2.0
-            while time.monotonic() < deadline:
-                if self.launch.count('dynamics_controller', 'joint_trajectory: 3 points') > \
-                        accepted:
-                    return start
-                time.sleep(0.02)
+        taken = r'joint_trajectory: 3 points, [\d.]+ s, from ([\d.]+) s'
+        accepted = self.launch.count('dynamics_controller', taken)
+        msg = JointTrajectory(joint_names=JOINTS)
+        msg.header.stamp = to_time(self.now() + 0.5)
+        msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t))
+                      for p, t in zip(waypoints, times)]
+        self.trajectory.publish(msg)
+        deadline = time.monotonic() + 20.0
+        while time.monotonic() < deadline:
+            starts = re.findall(taken, self.launch.log('dynamics_controller'))
+            if len(starts) > accepted:
+                return float(starts[accepted])
+            time.sleep(0.02)
         raise AssertionError(f'the controller did not take the trajectory\n{self.launch.logs()}')
 
     def window(self, since):

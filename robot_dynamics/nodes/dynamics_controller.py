@@ -519,7 +519,7 @@ class DynamicsController(ArmNode):
             self.warn(str(error))
             return
         self.get_logger().info(f'joint_trajectory: {len(msg.points)} points, '
-                               f'{self.pending.trajectory.duration:.3f} s')
+                               f'{self.pending.trajectory.duration:.3f} s, from {start:.6f} s')
 
     def on_reference(self, msg):
         if not self.tracking('reference'):
