@@ -16,8 +16,8 @@ setup(
     name=package_name,
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
-    # the robots' URDFs and the nodes' parameter schemas (nodes/schema.py reads them)
-    package_data={package_name: ['robots/*.urdf'], f'{package_name}.nodes': ['schema/*.yaml']},
+    # the robots' URDFs and the nodes' parameter schemas (nodes/common/schema.py reads them)
+    package_data={package_name: ['robots/*.urdf'], f'{package_name}.nodes': ['*/parameters.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{package_name}']),
         (f'share/{package_name}', ['package.xml']),
@@ -43,9 +43,9 @@ setup(
     license='Apache-2.0',
     entry_points={
         'console_scripts': [
-            'dynamics_controller = robot_dynamics.nodes.dynamics_controller:main',
-            'wrench_estimator = robot_dynamics.nodes.wrench_estimator:main',
-            'arm_simulator = robot_dynamics.nodes.arm_simulator:main',
+            'dynamics_controller = robot_dynamics.nodes.dynamics_controller.controller:main',
+            'wrench_estimator = robot_dynamics.nodes.wrench_estimator.estimator:main',
+            'arm_simulator = robot_dynamics.nodes.arm_simulator.simulator:main',
             'record_joint_states = robot_dynamics.tools.record:main',
             'fit_dynamics = robot_dynamics.tools.fit:main',
             'pfl_map = robot_dynamics.tools.pfl_map:main',

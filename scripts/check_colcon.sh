@@ -60,10 +60,10 @@ for ep in scripts:
     module = sys.modules[ep.module]
     assert callable(main), ep
     assert module.__file__.startswith(prefix), f'{ep.name} loads {module.__file__}'
-from robot_dynamics.nodes import schema  # noqa: E402 (the nodes' parameter schemas)
-assert str(schema.SCHEMA_DIR).startswith(prefix), schema.SCHEMA_DIR
+from robot_dynamics.nodes.common import schema  # noqa: E402 (the nodes' parameter schemas)
+assert str(schema.NODES_DIR).startswith(prefix), schema.NODES_DIR
 for node in ('dynamics_controller', 'wrench_estimator', 'arm_simulator'):
-    assert schema.load(node), f'no parameters in the installed schema/{node}.yaml'
+    assert schema.load(node), f'no parameters in the installed {node}/parameters.yaml'
 print(f'ament index: {found}; entry points load: {", ".join(ep.name for ep in scripts)}')
 PY
 )

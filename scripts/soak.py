@@ -52,8 +52,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 import robot_dynamics as rd
 from robot_dynamics import bringup, run
 from robot_dynamics.core.robots import robot_urdf
-from robot_dynamics.nodes.contact_safety import EVENT_QOS
-from robot_dynamics.nodes.joint_states import wrench_message
+from robot_dynamics.nodes.common.contact_safety import EVENT_QOS
+from robot_dynamics.nodes.common.joint_states import wrench_message
 
 PAGE, TICK = os.sysconf('SC_PAGE_SIZE'), os.sysconf('SC_CLK_TCK')
 DETECTORS = ('dynamics_controller', 'wrench_estimator')

@@ -79,7 +79,9 @@ def warm_numba_cache():
     sim.step(v)
     sim.sensed_step(v, v, v.copy(), np.ones(6))   # arm_simulator's compiled step
     # the nodes' compiled cycles: on a fresh clone these take the controller a minute to compile
-    from robot_dynamics.nodes import cdr, command_cycle, estimator_cycle
+    from robot_dynamics.nodes.common import cdr
+    from robot_dynamics.nodes.dynamics_controller import command_cycle
+    from robot_dynamics.nodes.wrench_estimator import estimator_cycle
     order = np.arange(7)
     cdr.warm_up(model.joint_names)
     command_cycle.warm_up(model, model.joint_names, np.full(7, 87.0), order)

@@ -11,10 +11,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from robot_dynamics.core._jit import jit
-from robot_dynamics.nodes.cdr import OK, CdrJointStateReader, Float64MultiArrayWriter, \
-    JointStateWriter, WrenchStampedWriter, parse_joint_state, read_float64_array, read_state, \
+from robot_dynamics.core.cdr import OK, read_state
+from robot_dynamics.nodes.common.cdr import CdrJointStateReader, Float64MultiArrayWriter, \
+    JointStateWriter, WrenchStampedWriter, parse_joint_state, read_float64_array, \
     serialized_time
-from robot_dynamics.nodes.joint_states import BadInput, JointStateReader, wrench_message
+from robot_dynamics.nodes.common.joint_states import BadInput, JointStateReader, wrench_message
 
 pytestmark = pytest.mark.nojit
 

@@ -1,10 +1,10 @@
-"""The nodes' /diagnostics bookkeeping (robot_dynamics.nodes.diagnostics), without ROS.
+"""The nodes' /diagnostics bookkeeping (robot_dynamics.nodes.common.diagnostics), without ROS.
 
 Expected values: numpy's max and percentile of the samples the test adds.
 """
 import numpy as np
 
-from robot_dynamics.nodes.diagnostics import Percentiles
+from robot_dynamics.nodes.common.diagnostics import Percentiles
 
 
 def test_percentiles_and_maxima_since_a_report():

@@ -6,10 +6,10 @@ rclpy's ``serialize_message`` makes of them (``on_serialized_joint_state``, what
 subscription hands over). Every published command must be the same to the bit, and so must the
 counters, the warnings (rejection reasons) and the samples kept for payload identification.
 In computed torque, gravity compensation and the task-space modes the fast path's states go
-through the compiled cycle (nodes/command_cycle.py), all but the first of a smooth motion; the
-estimator's through its own (nodes/estimator_cycle.py), all but the first (which anchors the
-observer). In the task-space modes the tip poses published and the condition number kept for
-/diagnostics must be the same too.
+through the compiled cycle (nodes/dynamics_controller/command_cycle.py), all but the first of
+a smooth motion; the estimator's through its own (nodes/wrench_estimator/estimator_cycle.py),
+all but the first (which anchors the observer). In the task-space modes the tip poses
+published and the condition number kept for /diagnostics must be the same too.
 Sequences: a smooth motion along a trajectory (in the task-space modes: target poses, a stream
 of them and a target wrench), and fuzzed ones (reordered, partial, extra and repeated joints,
 NaN/Inf, missing or short fields, stamps unset, stale, out of order or jumping ahead, time
@@ -36,10 +36,10 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.command_cycle import CommandCycle
-from robot_dynamics.nodes.task_space import MODES as TASK_MODES, TIP_POSE_PERIOD
+from robot_dynamics.nodes.dynamics_controller.command_cycle import CommandCycle
+from robot_dynamics.nodes.dynamics_controller.task_space import MODES as TASK_MODES, TIP_POSE_PERIOD
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
-from robot_dynamics.nodes.estimator_cycle import EstimatorCycle
+from robot_dynamics.nodes.wrench_estimator.estimator_cycle import EstimatorCycle
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import session, to_duration, to_time
 

@@ -8,8 +8,9 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics.core.control import ComputedTorque
 from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace
-from robot_dynamics.nodes.diagnostics import ERROR, OK, WARN
-from robot_dynamics.nodes.loop_health import LoopHealth, comply_damping, natural_frequency
+from robot_dynamics.nodes.common.diagnostics import ERROR, OK, WARN
+from robot_dynamics.nodes.dynamics_controller.loop_health import (LoopHealth, comply_damping,
+                                                                  natural_frequency)
 
 RATE = 1000.0
 CT_TOLERATED = 0.65 / 20.0 - 1.5e-3   # kp = 400: ω_n = 20 rad/s

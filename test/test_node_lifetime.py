@@ -14,14 +14,14 @@ import textwrap
 import time
 
 from robot_dynamics import run as ros_run
-from robot_dynamics.nodes.node import TEARDOWN_TIMEOUT
+from robot_dynamics.nodes.common.node import TEARDOWN_TIMEOUT
 
 SCRIPT = textwrap.dedent("""
     import threading
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
-    from robot_dynamics.nodes.node import tear_down
+    from robot_dynamics.nodes.common.node import tear_down
 
     class Stuck(Node):
         def destroy_node(self):

@@ -37,8 +37,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.contact_safety import EVENT_QOS
-from robot_dynamics.nodes.joint_states import wrench_message
+from robot_dynamics.nodes.common.contact_safety import EVENT_QOS
+from robot_dynamics.nodes.common.joint_states import wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time, window
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))

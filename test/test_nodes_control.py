@@ -25,7 +25,7 @@ from robot_dynamics import bringup
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
 
 CLASSES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,

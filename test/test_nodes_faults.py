@@ -17,7 +17,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.dynamics_controller import RATE_SLACK
+from robot_dynamics.nodes.dynamics_controller.controller import RATE_SLACK
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration
 from test_nodes_fuzz import CONFIG, JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state

@@ -27,8 +27,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.dynamics_controller import RATE_SLACK, DynamicsController
-from robot_dynamics.nodes.joint_states import wrench_message
+from robot_dynamics.nodes.dynamics_controller.controller import RATE_SLACK, DynamicsController
+from robot_dynamics.nodes.common.joint_states import wrench_message
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, to_duration, to_time
 

@@ -29,7 +29,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from robot_dynamics.nodes.joint_states import trajectory_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))

@@ -25,7 +25,7 @@ from trajectory_msgs.msg import JointTrajectory
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.tools import fit
-from robot_dynamics.nodes.joint_states import trajectory_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 from test_tools_ros import Recorder
 

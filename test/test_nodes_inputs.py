@@ -19,7 +19,7 @@ from std_msgs.msg import Float64MultiArray, String
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import DESCRIPTION_QOS
+from robot_dynamics.nodes.common.joint_states import DESCRIPTION_QOS
 from ros_harness import session, to_time
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))

@@ -24,7 +24,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import trajectory_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message
 from ros_harness import BEST_EFFORT, ArmView, session
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))

@@ -12,9 +12,9 @@ import pytest
 from sensor_msgs.msg import JointState
 
 import robot_dynamics as rd
-from robot_dynamics.nodes.arm import joint_order
-from robot_dynamics.nodes.joint_states import JointStateReader
-from robot_dynamics.nodes.parameters import ConfigError
+from robot_dynamics.nodes.common.arm import joint_order
+from robot_dynamics.nodes.common.joint_states import JointStateReader
+from robot_dynamics.nodes.common.parameters import ConfigError
 
 
 def whole_panda():

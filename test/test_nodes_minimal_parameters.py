@@ -25,7 +25,7 @@ from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.bringup import NodeSpec
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
-from robot_dynamics.nodes.node import FOREIGN_PERIOD
+from robot_dynamics.nodes.common.node import FOREIGN_PERIOD
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import session, stamp_of, to_time
 

@@ -28,7 +28,7 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 
 DRIFT_WINDOW = 5.0   # s

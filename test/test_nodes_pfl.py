@@ -46,9 +46,9 @@ from visualization_msgs.msg import Marker, MarkerArray
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.core import power_force_limiting as pfl
-from robot_dynamics.nodes import speed_limiter
-from robot_dynamics.nodes.contact_safety import EVENT_QOS
-from robot_dynamics.nodes.joint_states import wrench_message
+from robot_dynamics.nodes.dynamics_controller import speed_limiter
+from robot_dynamics.nodes.common.contact_safety import EVENT_QOS
+from robot_dynamics.nodes.common.joint_states import wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time
 from test_nodes_fuzz import Harness
 from test_power_force_limiting import two_mass_peak

@@ -25,7 +25,7 @@ from trajectory_msgs.msg import JointTrajectory
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.simulation import plant
-from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))

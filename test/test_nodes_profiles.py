@@ -1,7 +1,7 @@
 """Hardware profiles: what the command and the efforts mean on each arm, and several arms at once.
 
-Unit checks of robot_dynamics.nodes.profiles against Pinocchio; the shipped profile files; then
-over DDS: a fake FR3 (our Panda URDF under franka_ros2's fr3_ names, config/fr3.yaml) fed still
+Unit checks of robot_dynamics.nodes.common.profiles against Pinocchio; the shipped profile files;
+then over DDS: a fake FR3 (our Panda URDF under franka_ros2's fr3_ names, config/fr3.yaml) fed still
 joint states, the UR profile's estimator fed motor currents, and two simulated arms in two
 namespaces (FR3 profile and UR currents, on both engines), closed loop.
 """
@@ -17,12 +17,12 @@ from std_msgs.msg import Float64MultiArray
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.arm import ArmBuilder
+from robot_dynamics.nodes.common.arm import ArmBuilder
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
-from robot_dynamics.nodes.joint_states import wrench_message
-from robot_dynamics.nodes.parameters import ConfigError, check
-from robot_dynamics.nodes.profiles import profile
+from robot_dynamics.nodes.common.joint_states import wrench_message
+from robot_dynamics.nodes.common.parameters import ConfigError, check
+from robot_dynamics.nodes.common.profiles import profile
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from random_trees import PinocchioReference
 from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_time

@@ -15,7 +15,7 @@ from std_msgs.msg import Float64MultiArray
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import wrench_message
+from robot_dynamics.nodes.common.joint_states import wrench_message
 from ros_harness import BEST_EFFORT, session, stamp_of
 
 SIM = bringup.load_config(bringup.config_file('panda.yaml'))['arm_simulator']['ros__parameters']

@@ -28,7 +28,7 @@ from sensor_msgs.msg import JointState
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import wrench_message
+from robot_dynamics.nodes.common.joint_states import wrench_message
 from robot_dynamics.core.algorithms.operational_space import pose_error
 from ros_harness import BEST_EFFORT, ArmView, session
 

@@ -30,7 +30,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import trajectory_message, wrench_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
 from ros_harness import BEST_EFFORT, ArmView, session
 
 FAULTS = {'faults.delay': 0.001, 'faults.jitter': 0.004, 'faults.drop': 0.05,

@@ -181,5 +181,5 @@ def test_ros2_control_effort_controllers_take_our_commands(name, controller_type
     panda = yaml.safe_load((REPO / 'config' / 'panda.yaml').read_text())
     assert controller == {'joints': panda['/**/dynamics_controller']['ros__parameters']['joints'],
                           **parameters}
-    controller_source = (PACKAGE / 'nodes' / 'dynamics_controller.py').read_text()
+    controller_source = (PACKAGE / 'nodes' / 'dynamics_controller' / 'controller.py').read_text()
     assert "'effort_controller/commands'" in controller_source

@@ -1,4 +1,4 @@
-"""The nodes' parameter schemas (robot_dynamics/nodes/schema/*.yaml) and their rules.
+"""The nodes' parameter schemas (robot_dynamics/nodes/<node>/parameters.yaml) and their rules.
 
 Completeness is checked both ways on the nodes themselves (built in this process, no model, so
 nothing is compiled): what a node declares is what its schema lists, with the schema's
@@ -14,17 +14,19 @@ import yaml
 from rclpy.parameter import Parameter
 
 from robot_dynamics.core.collision import Reaction
-from robot_dynamics.nodes import schema, task_space
+from robot_dynamics.nodes.common import schema
+from robot_dynamics.nodes.dynamics_controller import task_space
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
-from robot_dynamics.nodes.dynamics_controller import (COMPUTED_TORQUE, GRAVITY_COMPENSATION,
-                                                      DynamicsController)
-from robot_dynamics.nodes.schema import ConfigError, Param, check, violation
+from robot_dynamics.nodes.dynamics_controller.controller import (COMPUTED_TORQUE,
+                                                                 GRAVITY_COMPENSATION,
+                                                                 DynamicsController)
+from robot_dynamics.nodes.common.schema import ConfigError, Param, check, violation
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from robot_dynamics.simulation import ENGINES
 
 from ros_harness import session
 
-SCHEMAS = pathlib.Path(__file__).resolve().parents[1] / 'robot_dynamics' / 'nodes' / 'schema'
+NODES = pathlib.Path(__file__).resolve().parents[1] / 'robot_dynamics' / 'nodes'
 NODES = {'dynamics_controller': DynamicsController, 'wrench_estimator': WrenchEstimator,
          'arm_simulator': ArmSimulator}
 RCLPY_OWN = {'use_sim_time', 'start_type_description_service'}   # rclpy declares these
@@ -35,7 +37,7 @@ TYPES = {'bool': bool, 'int': int, 'double': float, 'string': str, 'double_array
 
 def entries(node):
     """{dotted name: entry} of a schema file, read with plain PyYAML."""
-    tree = yaml.safe_load((SCHEMAS / f'{node}.yaml').read_text())
+    tree = yaml.safe_load((NODES / node / 'parameters.yaml').read_text())
     assert list(tree) == [node]
     found = {}
 
@@ -201,14 +203,16 @@ def test_check_refuses_on_the_first_broken_rule_and_skips_absent_values():
     ('m:\n  a: {type: double, default_value: 1.0, description: d}\n', 'top-level key'),
 ])
 def test_the_loader_refuses_a_schema_it_does_not_understand(tmp_path, monkeypatch, text, reason):
-    (tmp_path / 'n.yaml').write_text(text)
-    monkeypatch.setattr(schema, 'SCHEMA_DIR', tmp_path)
+    (tmp_path / 'n').mkdir()
+    (tmp_path / 'n' / 'parameters.yaml').write_text(text)
+    monkeypatch.setattr(schema, 'NODES_DIR', tmp_path)
     with pytest.raises(ValueError, match=reason):
         schema.load.__wrapped__('n')
 
 
 def test_the_loader_reads_nesting_rules_and_per_joint(tmp_path, monkeypatch):
-    (tmp_path / 'n.yaml').write_text(
+    (tmp_path / 'n').mkdir()
+    (tmp_path / 'n' / 'parameters.yaml').write_text(
         'n:\n'
         '  payload:\n'
         '    mass: {type: double, default_value: 0.0, description: kg,\n'
@@ -217,7 +221,7 @@ def test_the_loader_reads_nesting_rules_and_per_joint(tmp_path, monkeypatch):
         '       validation: {size_matches_joints<>: [0], lower_element_bounds<>: [0.0]}}\n'
         '  mode: {type: string, default_value: a, description: law,\n'
         '         validation: {one_of<>: [[a, b]]}}\n')
-    monkeypatch.setattr(schema, 'SCHEMA_DIR', tmp_path)
+    monkeypatch.setattr(schema, 'NODES_DIR', tmp_path)
     mass, kp, mode = schema.load.__wrapped__('n')
     assert (mass.name, mass.kind, mass.range) == ('payload.mass', 'double', (0.0, 1000.0))
     assert (kp.kind, kp.read_only, kp.per_joint) == ('double[]', True, True)

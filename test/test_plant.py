@@ -139,8 +139,8 @@ def test_plant_layers_compose_and_defaults_do_nothing():
 
 
 def test_a_profile_fills_what_is_not_given_and_given_values_win():
-    from robot_dynamics.nodes.parameters import MODEL_PARAMS
-    from robot_dynamics.nodes.plant_parameters import PLANT_PARAMS, with_profile
+    from robot_dynamics.nodes.common.parameters import MODEL_PARAMS
+    from robot_dynamics.nodes.arm_simulator.plant_parameters import PLANT_PARAMS, with_profile
     model = rd.load_urdf(panda_urdf(), 'panda_link0', 'panda_hand_tcp')
     values = {p.name: p.default for p in MODEL_PARAMS + PLANT_PARAMS}
     joints = [f'panda_joint{i}' for i in (7, 1, 2, 3, 4, 5, 6)]   # not the chain order

@@ -18,7 +18,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.joint_states import trajectory_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message
 from robot_dynamics.simulation import make_engine
 from ros_harness import BEST_EFFORT, session, stamp_of
 

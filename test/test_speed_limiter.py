@@ -1,4 +1,4 @@
-"""The controller's power-and-force-limiting hook (robot_dynamics.nodes.speed_limiter), in process.
+"""The controller's power-and-force-limiting hook (its speed_limiter module), in process.
 
 Parameter checks (each bad value rejected with its reason), the scaled reference (q, q̇, q̈
 consistent by integration, the contact point's commanded speed within v_max, no jump when
@@ -17,9 +17,9 @@ from scipy.integrate import cumulative_trapezoid
 import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.core.trajectory import JointTrajectory
-from robot_dynamics.nodes import speed_limiter, task_space
-from robot_dynamics.nodes.dynamics_controller import TimedTrajectory
-from robot_dynamics.nodes.parameters import ConfigError
+from robot_dynamics.nodes.dynamics_controller import speed_limiter, task_space
+from robot_dynamics.nodes.dynamics_controller.controller import TimedTrajectory
+from robot_dynamics.nodes.common.parameters import ConfigError
 from ros_harness import session
 from test_task_space_node import Node as TaskNode
 

@@ -14,8 +14,8 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
-from robot_dynamics.nodes import task_space
-from robot_dynamics.nodes.parameters import ConfigError, check
+from robot_dynamics.nodes.dynamics_controller import task_space
+from robot_dynamics.nodes.common.parameters import ConfigError, check
 
 Q = np.array([0.0, -0.4, 0.0, -2.1, 0.0, 1.7, 0.8])
 

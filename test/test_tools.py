@@ -14,8 +14,8 @@ import pytest
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.arm import ArmBuilder
-from robot_dynamics.nodes.parameters import MODEL_PARAMS, ConfigError
+from robot_dynamics.nodes.common.arm import ArmBuilder
+from robot_dynamics.nodes.common.parameters import MODEL_PARAMS, ConfigError
 from robot_dynamics.tools import fit, recording
 
 BASE, TIP = 'panda_link0', 'panda_hand_tcp'

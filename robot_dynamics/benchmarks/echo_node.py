@@ -5,8 +5,9 @@
 It subscribes to ``joint_states`` (best effort, depth 1, as dynamics_controller does) and
 publishes a constant std_msgs/Float64MultiArray of 7 zeros on ``effort_controller/commands``
 for each state; with ``raw`` the subscription hands over the serialized bytes and the reply is
-published pre-serialized. It runs like the package's nodes (``robot_dynamics.nodes.node.main``:
-the events executor where available) and logs 'ready: ...' once its topics exist.
+published pre-serialized. It runs like the package's nodes
+(``robot_dynamics.nodes.common.node.main``: the events executor where available) and logs
+'ready: ...' once its topics exist.
 """
 import sys
 
@@ -14,9 +15,9 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.nodes.cdr import Float64MultiArrayWriter
-from robot_dynamics.nodes.joint_states import COMMAND_QOS, state_qos
-from robot_dynamics.nodes.node import main as run_node
+from robot_dynamics.nodes.common.cdr import Float64MultiArrayWriter
+from robot_dynamics.nodes.common.joint_states import COMMAND_QOS, state_qos
+from robot_dynamics.nodes.common.node import main as run_node
 
 JOINTS = 7
 

@@ -44,10 +44,10 @@ from std_msgs.msg import Float64MultiArray
 
 import robot_dynamics as rd
 from robot_dynamics import bringup, run
-from robot_dynamics.nodes.cdr import CdrJointStateReader, Float64MultiArrayWriter
+from robot_dynamics.nodes.common.cdr import CdrJointStateReader, Float64MultiArrayWriter
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
-from robot_dynamics.nodes.joint_states import COMMAND_QOS, JointStateReader, to_array
-from robot_dynamics.nodes.node import executor
+from robot_dynamics.nodes.common.joint_states import COMMAND_QOS, JointStateReader, to_array
+from robot_dynamics.nodes.common.node import executor
 
 from .report import callback_table, node_table, reader_table
 from .suites import machine

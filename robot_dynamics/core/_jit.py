@@ -12,8 +12,8 @@ plain Python function: the same code runs as Python.
 The compiled code is cached on disk. Numba stamps a cached kernel with its own source file only,
 so an edit in a helper it calls from another module would be served stale; here each kernel is
 stamped with a digest of every kernel source too (SOURCES: the layout constants, spatial.py, the
-argument checks, the algorithms, the command limits and CDR reader that the controller's
-compiled cycle calls, and the dry friction of the internal engine's step). The cache sits in
+argument checks, the algorithms, the command limits and CDR reader that the nodes'
+compiled cycles call, and the dry friction of the internal engine's step). The cache sits in
 ``__pycache__`` beside the sources when that is writable, else in the user's cache directory
 (``$XDG_CACHE_HOME/numba``, by default ``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both.
 With no writable place the kernels are compiled on every start instead.
@@ -35,7 +35,7 @@ from numba.core.registry import cpu_target
 _CORE = pathlib.Path(__file__).resolve().parent
 SOURCES = sorted([_CORE / '_jit.py', _CORE / 'layout.py', _CORE / 'spatial.py',
                   _CORE / 'arguments.py', _CORE / 'limits.py', *(_CORE / 'algorithms').glob('*.py'),
-                  _CORE.parent / 'nodes' / 'cdr.py',
+                  _CORE / 'cdr.py',
                   _CORE.parent / 'simulation' / 'dry_friction.py'])   # called from elsewhere
 _TYPING = cpu_target.typing_context
 STAMP = hashlib.sha256(b''.join(path.read_bytes() for path in SOURCES)).hexdigest()

@@ -19,7 +19,7 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
-from robot_dynamics.nodes.joint_states import state_qos, trajectory_message
+from robot_dynamics.nodes.common.joint_states import state_qos, trajectory_message
 from robot_dynamics.tools.excite import Refused, approach
 
 LEAD = 0.5      # s between sending a trajectory and its start, on the joint states' clock

@@ -41,7 +41,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup, run
-from robot_dynamics.nodes.joint_states import state_qos, trajectory_message
+from robot_dynamics.nodes.common.joint_states import state_qos, trajectory_message
 
 STEP, PUSH, DRIFT = 0.15, 15.0, 5.0   # rad, N, s
 KNOT = 0.02

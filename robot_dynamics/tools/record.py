@@ -27,10 +27,10 @@ from rclpy.node import Node
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
-from robot_dynamics.nodes.joint_states import DESCRIPTION_QOS, BadInput, JointStateReader, \
+from robot_dynamics.nodes.common.joint_states import DESCRIPTION_QOS, BadInput, JointStateReader, \
     state_qos
-from robot_dynamics.nodes.node import Throttled, main as run_node
-from robot_dynamics.nodes.parameters import JOINT_STATES_RELIABILITY, ConfigError, Param, \
+from robot_dynamics.nodes.common.node import Throttled, main as run_node
+from robot_dynamics.nodes.common.parameters import JOINT_STATES_RELIABILITY, ConfigError, Param, \
     check as check_parameters, declare_parameters
 from robot_dynamics.tools import recording
 

@@ -2,8 +2,8 @@
 
 q̈ = q̈_d + K_p e + K_d ė + z, e = q_d − q (wrapped into [−π, π) on continuous joints: the
 short way round), ė = q̇_d − q̇, z the integral term; τ = rnea(q, q̇, q̈) (core/control.py). One
-kernel, so that ComputedTorque and a controller's compiled cycle (nodes/command_cycle.py)
-compute it with the same rounding.
+kernel, so that ComputedTorque and a controller's compiled cycle
+(nodes/dynamics_controller/command_cycle.py) compute it with the same rounding.
 """
 import numpy as np
 

@@ -18,7 +18,7 @@ from robot_dynamics.core.algorithms.momentum import (advance_residual, damped_wr
                                                      momentum_state)
 from robot_dynamics.core.arguments import all_finite
 
-from .cdr import COUNTS, OK, read_state
+from robot_dynamics.core.cdr import COUNTS, OK, read_state
 
 PLAIN, NON_FINITE = -2, -1
 
@@ -102,8 +102,8 @@ class EstimatorCycle:
 def warm_up(observer, joint_names, frame_id, reference, order):
     """Compile (or load) the kernel: a state of zeros, arrays typed as in use."""
     from robot_dynamics.core.observers import MomentumObserver
-    from .cdr import (CdrJointStateReader, JointStateWriter, WrenchStampedWriter,
-                      serialized_zero_state)
+    from ..common.cdr import (CdrJointStateReader, JointStateWriter, WrenchStampedWriter,
+                              serialized_zero_state)
     data, model = serialized_zero_state(joint_names), observer.model
     reader = CdrJointStateReader(joint_names)
     reader.read_cdr(data)   # maps the names (plain read)

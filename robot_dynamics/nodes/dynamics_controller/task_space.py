@@ -19,8 +19,8 @@ import robot_dynamics as rd
 from robot_dynamics.core.task_control import (CartesianImpedance, OperationalSpace,
                                               pose_interpolation)
 
-from .joint_states import BadInput, all_finite, seconds
-from .parameters import ConfigError, section, vector
+from ..common.joint_states import BadInput, all_finite, seconds
+from ..common.parameters import ConfigError, section, vector
 
 CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE = 'cartesian_impedance', 'operational_space'
 MODES = (CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE)

@@ -17,12 +17,13 @@ from std_srvs.srv import Trigger
 import robot_dynamics as rd
 from robot_dynamics.core.observers import MomentumObserver
 
-from . import cdr, contact_safety, estimator_cycle, payload, profiles
-from .joint_states import BadInput, state_qos, to_array
-from .node import ArmNode, main as run_node
-from .parameters import ConfigError
-from .schema import load
-from .diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
+from ..common import cdr, contact_safety, payload, profiles
+from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
+from ..common.joint_states import BadInput, state_qos, to_array
+from ..common.node import ArmNode, main as run_node
+from ..common.parameters import ConfigError
+from ..common.schema import load
+from . import estimator_cycle
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular

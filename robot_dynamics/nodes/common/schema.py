@@ -1,4 +1,4 @@
-"""Parameter schemas as data: ``schema/<node>.yaml`` -> ``Param`` tuples, and the rules on values.
+"""Parameter schemas as data: ``<node>/parameters.yaml`` -> ``Param`` tuples, and their rules.
 
 A node's schema is one YAML file in the format of ros2_control's generate_parameter_library:
 the node's name as the top-level key, then each parameter as a mapping with ``type`` (bool, int,
@@ -26,7 +26,7 @@ import numpy as np
 import yaml
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 
-SCHEMA_DIR = pathlib.Path(__file__).with_name('schema')
+NODES_DIR = pathlib.Path(__file__).resolve().parent.parent   # <node>/parameters.yaml
 TYPES = {'bool': ParameterType.PARAMETER_BOOL, 'double': ParameterType.PARAMETER_DOUBLE,
          'integer': ParameterType.PARAMETER_INTEGER,
          'string': ParameterType.PARAMETER_STRING,
@@ -209,11 +209,11 @@ class UniqueKeyLoader(yaml.SafeLoader):
 
 @functools.lru_cache(maxsize=None)
 def load(node):
-    """The Params of ``schema/<node>.yaml``, in file order."""
-    with open(SCHEMA_DIR / f'{node}.yaml', encoding='utf-8') as f:
+    """The Params of ``<node>/parameters.yaml``, in file order."""
+    with open(NODES_DIR / node / 'parameters.yaml', encoding='utf-8') as f:
         tree = yaml.load(f, Loader=UniqueKeyLoader)
     if list(tree) != [node]:
-        raise ValueError(f'schema/{node}.yaml: the top-level key must be {node!r} alone')
+        raise ValueError(f'{node}/parameters.yaml: the top-level key must be {node!r} alone')
     return tuple(parameters(tree[node]))
 
 

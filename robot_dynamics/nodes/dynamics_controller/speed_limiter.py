@@ -21,7 +21,7 @@ import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 
 from . import task_space
-from .parameters import ConfigError, section
+from ..common.parameters import ConfigError, section
 
 PUBLISH_PERIOD = 0.01   # s: ~/speed_scaling at 100 Hz while scaling
 IDLE_PERIOD = 1.0       # s: and at 1 Hz while nothing is on the scaled clock

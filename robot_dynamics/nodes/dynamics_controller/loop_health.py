@@ -19,7 +19,7 @@ the previous report:
 import numpy as np
 import scipy.linalg
 
-from .diagnostics import ERROR, OK, WARN
+from ..common.diagnostics import ERROR, OK, WARN
 
 CRITICAL = 0.65        # ω_n T at which a critically damped loop with a delay T is lost
 UNSTABLE_REPORTS = 2   # reports in a row with many commands saturated: unstable

@@ -26,18 +26,18 @@ from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, Ve
                                          clamp_effort, unwrap_positions)
 from robot_dynamics.core.limits import CLAMPED, NON_FINITE, RATE_LIMITED, limit_command
 from robot_dynamics.core.trajectory import JointTrajectory
-
 from robot_dynamics.core.collision import Comply, Reaction
 
-from . import cdr, command_cycle, contact_safety, payload, profiles, speed_limiter, task_space
-from .cdr import CdrJointStateReader, Float64MultiArrayWriter
+from ..common import cdr, contact_safety, payload, profiles
+from ..common.cdr import CdrJointStateReader, Float64MultiArrayWriter
+from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
+from ..common.joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
+                                   state_qos, to_array)
+from ..common.node import ArmNode, main as run_node
+from ..common.parameters import ConfigError
+from ..common.schema import load
+from . import command_cycle, speed_limiter, task_space
 from .command_cycle import CommandCycle
-from .joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
-                           state_qos, to_array)
-from .node import ArmNode, main as run_node
-from .parameters import ConfigError
-from .schema import load
-from .diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from .loop_health import LoopHealth, comply_damping, natural_frequency
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'

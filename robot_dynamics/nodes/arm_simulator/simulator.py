@@ -24,14 +24,14 @@ from robot_dynamics.simulation import simulate
 from robot_dynamics.simulation.mujoco_engine import import_mujoco
 from robot_dynamics.simulation.timing_faults import Faults, TimingFaults
 
-from .cdr import JointStateWriter, read_float64_array, serialized_time
-from .diagnostics import Percentiles
-from .arm import ArmBuilder
-from .joint_states import COMMAND_QOS, to_array
-from . import profiles
-from .node import ArmNode, main as run_node
-from .parameters import ConfigError, check
-from .schema import load
+from ..common import profiles
+from ..common.arm import ArmBuilder
+from ..common.cdr import JointStateWriter, read_float64_array, serialized_time
+from ..common.diagnostics import Percentiles
+from ..common.joint_states import COMMAND_QOS, to_array
+from ..common.node import ArmNode, main as run_node
+from ..common.parameters import ConfigError, check
+from ..common.schema import load
 from .plant_parameters import make_plant, plant_urdf, with_profile
 
 SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored

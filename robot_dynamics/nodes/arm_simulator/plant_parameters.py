@@ -15,8 +15,8 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics.simulation import plant
 
-from .arm import joint_order
-from .parameters import MODEL_PARAMS, ConfigError, section, vector
+from ..common.arm import joint_order
+from ..common.parameters import MODEL_PARAMS, ConfigError, section, vector
 
 PLANT_PARAMS = section('arm_simulator', 'plant')
 DEFAULTS = {p.name: p.default for p in PLANT_PARAMS + MODEL_PARAMS}

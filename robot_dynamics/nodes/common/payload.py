@@ -14,7 +14,7 @@ Identification (the controller's ``~/identify_payload``) fits mass and centre of
 last ``payload_identification.samples`` still joint states (every |q̇| below
 ``payload_identification.still_velocity``) with ``rd.identify_payload``, on the node's model
 WITHOUT its current payload, so the payload is estimated from scratch. The measured efforts
-(converted to joint torques by the hardware profile, robot_dynamics.nodes.profiles) minus the
+(converted to joint torques by the hardware profile, robot_dynamics.nodes.common.profiles) minus the
 model's joint friction at the sample's q̇ are taken as g(q) of the loaded arm. The
 mass follows from any non-singular pose; the centre of mass along gravity (in tip axes) only
 from poses whose tip orientations differ: at least MIN_TILT between the gravity directions
@@ -198,7 +198,7 @@ class PayloadService:
     def configure(self, values, arm, profile):
         """The hardware profile and StillSamples for the parameters.
 
-        ``profile`` (robot_dynamics.nodes.profiles) turns efforts into joint torques; the
+        ``profile`` (robot_dynamics.nodes.common.profiles) turns efforts into joint torques; the
         samples are kept while their parameters do not change.
         """
         self.profile = profile

@@ -1,11 +1,8 @@
-"""Serialized (CDR) messages for the fast path: a compiled JointState reader, a reply writer.
+"""Serialized (CDR) messages for the fast path: a JointState reader, the replies' writers.
 
 A raw subscription (``create_subscription(..., raw=True)``) hands its callback the bytes
-rclpy's ``serialize_message`` makes: a 4-byte encapsulation header (``00 01``: XCDR1, little
-endian) and then the fields, each aligned to its size counted from the end of that header
-(strings: uint32 length with the NUL, the bytes, the NUL; sequences: uint32 count, then the
-elements, doubles aligned to 8 only when there are any). Fast CDR leaves alignment padding (and
-some trailing bytes) uninitialised: the reader never looks at them.
+rclpy's ``serialize_message`` makes; their layout and the compiled reader are the core's
+(``robot_dynamics.core.cdr``).
 
 ``CdrJointStateReader.read_cdr(data)`` gives what ``JointStateReader.read`` gives for the
 deserialized message, plus the stamp, in one compiled call when the names are the bytes of the
@@ -17,131 +14,11 @@ import struct
 
 import numpy as np
 
-from robot_dynamics.core._jit import jit
+from robot_dynamics.core.cdr import (COUNT, COUNTS, ENCAPSULATION, FRAME, FRAME_LEN, HEADER_STAMP,
+                                     INDEX, INFO, MAPPED, NAMES, NAMES_AT, NANOSEC, NONE, OFFSETS,
+                                     PLAIN, SEC, WANTED, align, layout, read_state, string_end)
 
 from .joint_states import JointStateReader
-
-OK, NONE, PLAIN = 0, 1, 2           # statuses of the compiled reader
-HEADER_STAMP = struct.Struct('<iI')   # std_msgs/Header's stamp, after the encapsulation header
-ENCAPSULATION = b'\x00\x01\x00\x00'   # XCDR1, little endian
-# info slots: stamp, frame_id (offset, bytes), names (count, offset of the first), then the
-# count and offset of the position, velocity and effort arrays
-SEC, NANOSEC, FRAME, FRAME_LEN, NAMES, NAMES_AT, COUNTS, OFFSETS = 0, 1, 2, 3, 4, 5, 6, 9
-INFO = 12
-# cfg slots: mapped (-1 nothing cached, 0 none of our joints, 1 mapped), the name count of the
-# mapped message, the three fields wanted (0/1), then the message index of each model joint
-MAPPED, COUNT, WANTED, INDEX = 0, 1, 2, 5
-
-
-@jit
-def _align(p, size):
-    """Offset p rounded up to a multiple of size, counted from the end of the 4-byte header."""
-    return 4 + (p - 4 + size - 1) // size * size
-
-
-@jit
-def _u32(buf, p):
-    return (np.int64(buf[p]) | np.int64(buf[p + 1]) << 8 | np.int64(buf[p + 2]) << 16
-            | np.int64(buf[p + 3]) << 24)
-
-
-@jit
-def _string_end(buf, p):
-    """Offset after the CDR string whose length field is at p (-1: it runs past the end)."""
-    if p + 4 > buf.size:
-        return -1
-    length = _u32(buf, p)
-    end = p + 4 + length
-    if end > buf.size or (length > 0 and buf[end - 1] != 0):
-        return -1
-    return end
-
-
-@jit
-def _layout(buf, info):
-    """Fill info with where the fields of a serialized JointState are; False if it is not one."""
-    if buf.size < 16 or buf[0] != 0 or buf[1] != 1:
-        return False
-    info[SEC] = _u32(buf, 4) - (_u32(buf, 4) >> 31 << 32)   # int32
-    info[NANOSEC] = _u32(buf, 8)
-    end = _string_end(buf, 12)
-    if end < 0:
-        return False
-    info[FRAME], info[FRAME_LEN] = 16, max(end - 17, 0)
-    p = _align(end, 4)
-    if p + 4 > buf.size:
-        return False
-    info[NAMES], info[NAMES_AT] = _u32(buf, p), p + 4
-    p += 4
-    for _ in range(info[NAMES]):
-        p = _string_end(buf, _align(p, 4))
-        if p < 0:
-            return False
-    for f in range(3):
-        p = _align(p, 4)
-        if p + 4 > buf.size:
-            return False
-        count = info[COUNTS + f] = _u32(buf, p)
-        p = _align(p + 4, 8) if count else p + 4
-        info[OFFSETS + f] = p
-        p += 8 * count
-        if p > buf.size:
-            return False
-    return True
-
-
-@jit
-def _same_names(buf, info, ref):
-    """Whether the message's names are those of ref (per name: uint32 length, bytes)."""
-    p, r = info[NAMES_AT], 0
-    for _ in range(info[NAMES]):
-        p = _align(p, 4)
-        end = _string_end(buf, p)
-        if r + end - p > ref.size:
-            return False
-        for k in range(p, end):
-            if buf[k] != ref[r]:
-                return False
-            r += 1
-        p = end
-    return r == ref.size
-
-
-@jit
-def _gather(buf, at, index, out):
-    """out[j] = the double at index[j] of the array at offset at; False if one is not finite."""
-    values = buf[at:at + 8 * (index.max() + 1)].view(np.float64)
-    finite = True
-    for j in range(index.size):
-        x = out[j] = values[index[j]]
-        finite &= x - x == 0.0
-    return finite
-
-
-@jit
-def read_state(buf, ref, cfg, out, info):
-    """The compiled reader: OK (out filled), NONE (none of our joints) or PLAIN (ask rclpy).
-
-    buf: the message's bytes as uint8; ref, cfg, out, info: ``CdrJointStateReader.arrays``.
-    Callable from another compiled function, e.g. a node's whole cycle in one call.
-    """
-    if not _layout(buf, info) or cfg[MAPPED] < 0 or info[NAMES] != cfg[COUNT]:
-        return PLAIN
-    if not _same_names(buf, info, ref):
-        return PLAIN
-    if cfg[MAPPED] == 0:
-        return NONE
-    for f in range(3):
-        if info[COUNTS + f] != 0 and info[COUNTS + f] != info[NAMES]:
-            return PLAIN
-    if info[COUNTS] == 0:
-        return PLAIN
-    index = cfg[INDEX:]
-    for f in range(3):
-        if cfg[WANTED + f] and info[COUNTS + f]:
-            if not _gather(buf, info[OFFSETS + f], index, out[f]):
-                return PLAIN
-    return OK
 
 
 def header_stamp(data):
@@ -233,13 +110,13 @@ def parse_joint_state(data):
     What the compiled reader sees of a message (None if it cannot parse it); for tests and tools.
     """
     buf, info = np.frombuffer(data, np.uint8), np.zeros(INFO, np.int64)
-    if not _layout(buf, info):
+    if not layout(buf, info):
         return None
     frame = bytes(buf[info[FRAME]:info[FRAME] + info[FRAME_LEN]]).decode()
     names, p = [], info[NAMES_AT]
     for _ in range(info[NAMES]):
-        p = int(_align(p, 4))
-        end = int(_string_end(buf, p))
+        p = int(align(p, 4))
+        end = int(string_end(buf, p))
         names.append(bytes(buf[p + 4:max(end - 1, p + 4)]).decode())
         p = end
     arrays = [np.frombuffer(data, np.float64, count=int(info[COUNTS + f]),
@@ -268,7 +145,7 @@ class JointStateWriter:
 
     The bytes are rclpy's ``serialize_message`` of the message with zeros in ``fields`` (the
     others empty); ``serialized`` writes the stamp and those arrays in place (their offsets
-    found by the compiled reader's ``_layout``) and returns the message as bytes, for a
+    found by the compiled reader's ``layout``) and returns the message as bytes, for a
     publisher of JointState.
     """
 
@@ -279,7 +156,7 @@ class JointStateWriter:
         self.buffer = bytearray(serialize_message(JointState(
             name=list(names), **{f: zero for f in fields})))
         info = np.zeros(INFO, np.int64)
-        _layout(np.frombuffer(bytes(self.buffer), np.uint8), info)
+        layout(np.frombuffer(bytes(self.buffer), np.uint8), info)
         self.fields = [np.frombuffer(self.buffer, np.float64, count=len(names),
                                      offset=int(info[OFFSETS + f]))
                        for f, name in enumerate(JointStateReader.FIELDS) if name in fields]
@@ -308,7 +185,7 @@ class WrenchStampedWriter:
         msg = WrenchStamped()
         msg.header.frame_id = frame_id
         self.buffer = bytearray(serialize_message(msg))
-        at = int(_align(_string_end(np.frombuffer(bytes(self.buffer), np.uint8), 12), 8))
+        at = int(align(string_end(np.frombuffer(bytes(self.buffer), np.uint8), 12), 8))
         self.values = np.frombuffer(self.buffer, np.float64, count=6, offset=at)
 
     def serialized(self, sec, nanosec, wrench=None):

@@ -32,7 +32,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
 
-from ..run import LAUNCHER
+from ...run import LAUNCHER
 from .arm import ArmBuilder
 from .joint_states import DESCRIPTION_QOS
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value

@@ -19,7 +19,7 @@ from robot_dynamics.core.algorithms.task_law import (ACCEL, TARGET, TWIST, WRENC
 from robot_dynamics.core.arguments import workspace
 from robot_dynamics.core.limits import limit_command
 
-from .cdr import COUNTS, OK, read_state
+from robot_dynamics.core.cdr import COUNTS, OK, read_state
 
 GRAVITY, COMPUTED_TORQUE, TASK = 0, 1, 2   # the law
 PLAIN = -2                                 # the state is the plain path's to read
@@ -129,7 +129,7 @@ def warm_up(model, joint_names, effort_limits, order):
     """Compile (or load) the kernels: a state of zeros through every law, arrays typed as in use."""
     from robot_dynamics.core.control import ComputedTorque, GravityCompensation
     from robot_dynamics.core.task_control import CartesianImpedance
-    from .cdr import CdrJointStateReader, Float64MultiArrayWriter, serialized_zero_state
+    from ..common.cdr import CdrJointStateReader, Float64MultiArrayWriter, serialized_zero_state
     data, n = serialized_zero_state(joint_names), model.nv
     reader = CdrJointStateReader(joint_names)
     reader.read_cdr(data)   # maps the names (plain read)

@@ -68,7 +68,7 @@ class Profile:
 
 
 def profile(values, arm):
-    """The Profile of the parameter values for ``arm`` (robot_dynamics.nodes.arm.Arm)."""
+    """The Profile of the parameter values for ``arm`` (robot_dynamics.nodes.common.arm.Arm)."""
     constants = None
     if values['measured_effort'] == CURRENT:
         if not len(values['torque_constants']):
