@@ -169,18 +169,19 @@ def test_trajectory_preempted_midway_blends_from_the_current_reference(controlle
     goal = POSE + 0.2
     h.node.on_trajectory(trajectory([goal], [1.0]))
     feed(h, POSE, 500)                               # halfway (the arm does not move here)
-    midway = h.node.reference.sample(h.now())[0]
+    midway = h.node.reference.current.sample(h.now())[0]
     assert 0.05 < (midway - POSE)[0] < 0.15
     other = POSE - 0.1
     h.node.on_trajectory(trajectory([other], [1.0]))  # preempts now, from the reference
     feed(h, POSE, 1)
-    q_d, v_d, _ = h.node.reference.sample(h.now())
+    q_d, v_d, _ = h.node.reference.current.sample(h.now())
     np.testing.assert_allclose(q_d, midway, atol=2e-3)   # continuous: no step in q_d
     feed(h, POSE, 1100)
-    np.testing.assert_allclose(h.node.reference.sample(h.now())[0], other, atol=1e-12)
+    np.testing.assert_allclose(h.node.reference.current.sample(h.now())[0], other, atol=1e-12)
     # a first point at time 0 far from the reference would be a step: rejected
     h.node.on_trajectory(trajectory([POSE + 0.5], [0.0]))
-    assert h.node.pending is None and h.node.diagnostics.counts['rejected_references'] == 1
+    assert h.node.reference.pending is None
+    assert h.node.diagnostics.counts['rejected_references'] == 1
 
 
 def test_singular_pose_keeps_lambda_and_the_wrench_finite():

@@ -18,7 +18,7 @@ import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.core.trajectory import JointTrajectory
 from robot_dynamics.nodes.dynamics_controller import speed_limiter, task_space
-from robot_dynamics.nodes.dynamics_controller.controller import TimedTrajectory
+from robot_dynamics.nodes.dynamics_controller.reference import TimedTrajectory
 from robot_dynamics.nodes.common.parameters import ConfigError
 from ros_harness import session
 from test_task_space_node import Node as TaskNode

@@ -4,9 +4,10 @@ One std_msgs/Float64MultiArray on effort_controller/commands (``joints`` order, 
 JointGroupEffortController consumes) per accepted joint state. This module owns the node: its
 parameters (``DynamicsController.PARAMS``), the joint-state and reference callbacks, the rate
 limit and clamp of every command, the stale-state ramp and the final command on a stop. The
-control laws are robot_dynamics.core.control and core.task_control; contact safety
-(contact_safety), power and force limiting (speed_limiter), the task-space modes (task_space) and
-the payload (payload) are modules of their own here.
+control laws are robot_dynamics.core.control and core.task_control; the reference tracked
+(reference), power and force limiting (speed_limiter), the task-space modes (task_space) and
+the loop's health (loop_health) are modules of their own here, contact safety and the payload
+modules of nodes.common.
 Behaviour, topics and parameters: doc/nodes/dynamics_controller.md.
 """
 import dataclasses
@@ -23,9 +24,8 @@ from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 import robot_dynamics as rd
 from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, VelocityFilter,
-                                         clamp_effort, unwrap_positions)
+                                         clamp_effort)
 from robot_dynamics.core.limits import CLAMPED, NON_FINITE, RATE_LIMITED, limit_command
-from robot_dynamics.core.trajectory import JointTrajectory
 from robot_dynamics.core.collision import Comply, Reaction
 
 from ..common import cdr, contact_safety, payload, profiles
@@ -39,9 +39,9 @@ from ..common.schema import load
 from . import command_cycle, speed_limiter, task_space
 from .command_cycle import CommandCycle
 from .loop_health import LoopHealth, comply_damping, natural_frequency
+from .reference import Reference, trajectory_from_msg, within_limits
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
-START_TOLERANCE = 0.05   # rad (m): largest step a trajectory's point at time 0 may ask for
 RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
 STALE_TICK = 0.02        # s: the stale check's period once states are overdue (the ramp)
 LATE = 0.08              # s: a stale check this late: this process itself did not run
@@ -94,79 +94,6 @@ def check_model(model):
                           f'M(q) {smallest:.3g} at q = {q.tolist()}')
 
 
-def within_limits(model, q, what):
-    """BadInput unless the positions q (model order) are inside the joint limits."""
-    outside = (q < model.lower) | (q > model.upper)
-    if outside.any():
-        names = [model.joint_names[i] for i in np.flatnonzero(outside)]
-        raise BadInput(f'{what} outside the joint limits at {names}')
-
-
-class Setpoint:
-    """A constant reference (q_d, v_d, a_d = 0): hold a position or a streamed setpoint."""
-
-    def __init__(self, q, v=None):
-        self.q = np.array(q, dtype=float)
-        self.v = np.zeros_like(self.q) if v is None else np.array(v, dtype=float)
-        self.a = np.zeros_like(self.q)
-
-    def sample(self, t):
-        return self.q, self.v, self.a
-
-
-class TimedTrajectory:
-    """A JointTrajectory started at time ``start`` (s, the clock of joint_states stamps)."""
-
-    def __init__(self, trajectory, start):
-        self.trajectory, self.start = trajectory, start
-
-    def sample(self, t):
-        return self.trajectory.sample(t - self.start)
-
-
-def trajectory_from_msg(msg, model, start, current):
-    """trajectory_msgs/JointTrajectory -> TimedTrajectory in model order.
-
-    When the first point is later than the start, the current reference at the start is
-    prepended as point 0, so the reference is continuous when the new trajectory takes over
-    (blend); a first point at time 0 must be within START_TOLERANCE of it (else: rejected).
-    Continuous joints take the short way round between points (``unwrap_positions``).
-    """
-    names, joint_names = list(msg.joint_names), model.joint_names
-    if sorted(names) != sorted(joint_names):
-        raise BadInput(f'joint_trajectory names {names} must be exactly the joints '
-                       f'{list(joint_names)}')
-    index = [names.index(j) for j in joint_names]
-    n = len(names)
-
-    def field(name, required):
-        rows = [getattr(p, name) for p in msg.points]
-        if not required and all(len(r) == 0 for r in rows):
-            return None
-        if any(len(r) != n for r in rows):
-            raise BadInput(f'every point needs {n} {name} (or, except positions, none)')
-        return [np.asarray(r, dtype=float)[index] for r in rows]
-
-    times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
-    q, v, a = field('positions', True), field('velocities', False), field('accelerations', False)
-    for qk in q:
-        within_limits(model, qk, 'joint_trajectory point')
-    q0, v0, a0 = current.sample(start)
-    q = unwrap_positions(model, q0, q)
-    if times[0] > 0:
-        times, q = [0.0] + times, [q0] + q
-        v = None if v is None else [v0] + v
-        a = None if a is None else [a0] + a
-    elif not np.abs(q[0] - q0).max() <= START_TOLERANCE:
-        raise BadInput(f'joint_trajectory: the first point, at time 0, is '
-                       f'{np.abs(q[0] - q0).max():.3g} from the current reference (more than '
-                       f'{START_TOLERANCE}): give it a time_from_start > 0 to blend')
-    try:
-        return TimedTrajectory(JointTrajectory(times, q, v, a), start)
-    except ValueError as error:
-        raise BadInput(f'joint_trajectory: {error}') from None
-
-
 class DynamicsController(ArmNode):
     """Joint states in, one effort command out; mode switchable at run time."""
 
@@ -174,7 +101,8 @@ class DynamicsController(ArmNode):
     PARAMS = load(NAME)
 
     def __init__(self, **options):
-        self.config = self.reader = self.reference = self.pending = self.cycle = None
+        self.config = self.reader = self.cycle = None
+        self.reference = Reference()
         self.q_last, self.last_state, self.commanding, self.stopping = None, None, False, False
         self.tau_last = self.published_at = None   # the last command (model order, once
         #                                           published), its time
@@ -232,8 +160,7 @@ class DynamicsController(ArmNode):
         previous = self.config and self.config.computed_torque
         if config.mode != (self.config and self.config.mode):
             self.get_logger().info(f'mode: {config.mode}')
-            self.pending = None
-            self.reference = self.hold()   # config's integral starts from 0
+            self.hold()   # config's integral starts from 0
             self.task.hold(self.q_last)
         elif previous and config.computed_torque:   # another parameter: the integral goes on
             config.computed_torque.continue_from(previous)
@@ -311,9 +238,9 @@ class DynamicsController(ArmNode):
             self.observer.configure(self.arm.model, safety.observer_gain, timeout)
 
     def hold(self):
-        """Bumpless reference: hold the last measured position (None before the first state)."""
+        """Bumpless: hold the last measured position (nothing before the first state)."""
         self.reset_integral()
-        return None if self.q_last is None else Setpoint(self.q_last)
+        self.reference.hold(self.q_last)
 
     def reset_integral(self):
         """Computed torque's integral term starts again from 0 (a new hold, a lost state)."""
@@ -348,10 +275,10 @@ class DynamicsController(ArmNode):
         t, now = sec + 1e-9 * nanosec, self.seconds()
         if not t or self.stamp_error(t, now) is not None:
             return False
-        reference, pending = self.reference_at(t)
         stamp = sec * 10**9 + nanosec
         tracking, task = cycle.law == command_cycle.COMPUTED_TORQUE, cycle.law == command_cycle.TASK
-        target = reference.sample(t) if tracking else self.task.cycle_target() if task else None
+        target = self.reference.at(t).sample(t) if tracking else \
+            self.task.cycle_target() if task else None
         if task and target is None:
             return False
         status = cycle.run(data, target, self.effort_step(now, stamp))
@@ -361,7 +288,7 @@ class DynamicsController(ArmNode):
         self.diagnostics.received()
         self.serialized, self.last_state, self.t_last, self.q_last = True, now, t, q
         if tracking:
-            self.reference, self.pending, limiter.state = reference, pending, (q, v)
+            limiter.state = (q, v)
         self.identification.add(q, v, effort)
         if task:
             self.task.served(q, v, t, cycle.condition[0])
@@ -422,14 +349,14 @@ class DynamicsController(ArmNode):
         self.last_state, self.t_last = self.seconds(), t
         if not self.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
-            self.reference, self.pending = Setpoint(q), None
+            self.reference.hold(q)
             self.reset_integral()
             if self.velocity_filter is not None:
                 self.velocity_filter.reset()
             self.task.hold(q)
         self.q_last = q
-        if self.reference is None:
-            self.reference = Setpoint(q)
+        if self.reference.current is None:
+            self.reference.hold(q)
 
     def measured_effort(self, q, effort):
         """The joint torques the arm measured (model order), from joint_states' effort."""
@@ -448,7 +375,7 @@ class DynamicsController(ArmNode):
         self.diagnostics.count('collisions')
         reaction = self.config.safety.reaction
         if reaction is not Reaction.NONE:
-            self.reference, self.pending = Setpoint(rd.stop_reference(q)[0]), None
+            self.reference.hold(rd.stop_reference(q)[0])
             self.reset_integral()
         self.get_logger().error(f'{event}; reaction: {reaction.value}'
                                 + ('' if reaction is Reaction.NONE else ' until ~/reset'))
@@ -477,23 +404,16 @@ class DynamicsController(ArmNode):
             return self.task.control(q, v, t)
         if v is None:
             raise BadInput('computed_torque needs joint velocities')
-        self.reference, self.pending = self.reference_at(t)
-        tau = self.config.computed_torque(q, v, *self.limiter.sample(self.reference, t, q, v),
-                                          t=t)
+        reference = self.reference.at(t)
+        tau = self.config.computed_torque(q, v, *self.limiter.sample(reference, t, q, v), t=t)
         if not all_finite(tau):
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error('non-finite computed torque: holding the measured position, '
                                     'publishing g(q)', throttle_duration_sec=1.0)
-            self.reference, self.pending = Setpoint(q), None
+            self.reference.hold(q)
             self.reset_integral()
             tau = self.config.gravity_compensation(q)
         return tau
-
-    def reference_at(self, t):
-        """(reference, pending) for the state stamped t: a pending trajectory from its start on."""
-        if self.pending is not None and t >= self.pending.start:
-            return self.pending, None
-        return self.reference, self.pending
 
     def on_trajectory(self, msg):
         if not self.tracking('joint_trajectory'):
@@ -504,22 +424,22 @@ class DynamicsController(ArmNode):
                       'joint state: it starts now')
             start = self.t_last
         if not msg.points:
-            self.reference, self.pending = self.hold(), None
+            self.hold()
             self.get_logger().info('empty joint_trajectory: holding the current position')
             return
-        current = self.pending if self.pending and start >= self.pending.start else self.reference
-        current = self.limiter.blend_source(current)   # a trajectory slowed by PFL: as slowed
+        # a trajectory slowed by PFL: blended from as slowed
+        current = self.limiter.blend_source(self.reference.blend_source(start))
         try:
             timed = trajectory_from_msg(msg, self.arm.model, start, current)
             timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
                                                        self.get_logger().info)
-            self.pending = timed
         except BadInput as error:
             self.diagnostics.count('rejected_references')
             self.warn(str(error))
             return
+        self.reference.follow(timed)
         self.get_logger().info(f'joint_trajectory: {len(msg.points)} points, '
-                               f'{self.pending.trajectory.duration:.3f} s, from {start:.6f} s')
+                               f'{timed.trajectory.duration:.3f} s, from {start:.6f} s')
 
     def on_reference(self, msg):
         if not self.tracking('reference'):
@@ -529,13 +449,13 @@ class DynamicsController(ArmNode):
             if q is None:
                 raise BadInput(f'reference names none of the joints {list(self.arm.joints)}')
             within_limits(self.arm.model, q, 'reference')
-            self.reference = contact_safety.streamed(self.config.safety, self.reference,
-                                                     self.t_last, q)
+            setpoint = contact_safety.streamed(self.config.safety, self.reference.current,
+                                               self.t_last, q)
         except BadInput as error:
             self.diagnostics.count('rejected_references')
             self.warn(f'reference ignored: {error}')
             return
-        self.pending = None
+        self.reference.stream(setpoint)
 
     def tracking(self, what):
         if self.config is None or self.config.mode != COMPUTED_TORQUE or self.q_last is None:
@@ -557,7 +477,7 @@ class DynamicsController(ArmNode):
             response.success, response.message = True, 'no collision latched'
             return response
         if self.q_last is not None:
-            self.reference, self.pending = self.hold(), None
+            self.hold()
         response.success = True
         response.message = f'reset after {event}: holding the current position'
         self.get_logger().info(response.message)
