@@ -136,7 +136,7 @@ class Twin:
         for _ in range(max(1, int(seconds / 0.02))):
             self.clock += min(seconds, 0.02)
             for node in self.nodes:
-                node.check_stale()
+                node.watchdog.check()
         self.check()
 
     def check(self):

@@ -17,7 +17,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.dynamics_controller.controller import RATE_SLACK
+from robot_dynamics.nodes.dynamics_controller.command_output import RATE_SLACK
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration
 from test_nodes_fuzz import CONFIG, JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state
@@ -47,7 +47,7 @@ def feed(h, q, n=1, dt=0.001, v=None, stamp_offset=0.0):
         h.clock += dt
         h.node.on_joint_state(joint_state(JOINTS, list(q), list(np.zeros(7) if v is None else v),
                                           h.now() + stamp_offset))
-        h.node.check_stale()
+        h.node.watchdog.check()
     return h.commands[count:]
 
 
@@ -94,7 +94,7 @@ def test_states_stop_resume_burst_and_out_of_order(controller):
     h.tick(TIMEOUT + 0.05)                       # publisher killed
     assert len(h.commands) == count + 1          # one final command: g(q_last)
     np.testing.assert_allclose(h.commands[-1], g(POSE), atol=1e-9)
-    assert not h.node.commanding
+    assert not h.node.watchdog.commanding
     h.tick(1.0)
     assert len(h.commands) == count + 1          # then silence
     q = POSE + 0.05                              # the arm drifted meanwhile
@@ -120,22 +120,22 @@ def test_the_stale_check_is_due_at_the_deadline(controller):
     So the loss is found then, and the check does not run while the node is not commanding.
     """
     h = controller
-    timer = h.node.stale_timer
+    timer = h.node.watchdog.timer
     assert timer.is_canceled()                   # nothing to check before the first command
     feed(h, POSE, 5)
     last = h.clock
     assert not timer.is_canceled() and timer.timer_period_ns == round(TIMEOUT * 1e9)
-    assert h.node.stale_due == last + TIMEOUT
+    assert h.node.watchdog.due == last + TIMEOUT
     count = len(h.commands)
     h.clock = last + TIMEOUT - 1e-4              # early (a timer's jitter): set again, for 0.1 ms
-    h.node.check_stale()
-    assert len(h.commands) == count and h.node.stale_due == pytest.approx(last + TIMEOUT)
+    h.node.watchdog.check()
+    assert len(h.commands) == count and h.node.watchdog.due == pytest.approx(last + TIMEOUT)
     h.clock = last + TIMEOUT
-    h.node.check_stale()                         # due: the final command, g(q_last)
-    assert len(h.commands) == count + 1 and not h.node.commanding and timer.is_canceled()
+    h.node.watchdog.check()                         # due: the final command, g(q_last)
+    assert len(h.commands) == count + 1 and not h.node.watchdog.commanding and timer.is_canceled()
     np.testing.assert_allclose(h.commands[-1], g(POSE), atol=1e-9)
     feed(h, POSE, 1)                             # states back: due again
-    assert not timer.is_canceled() and h.node.stale_due == h.clock + TIMEOUT
+    assert not timer.is_canceled() and h.node.watchdog.due == h.clock + TIMEOUT
 
 
 def test_stale_in_computed_torque_ramps_to_gravity(controller):
@@ -152,7 +152,7 @@ def test_stale_in_computed_torque_ramps_to_gravity(controller):
     assert len(ramp) > 2                         # more than one 20 ms tick at 50 N m/s
     assert np.abs(np.diff(ramp, axis=0)).max() <= 50.0 * 0.12 + 1e-9
     np.testing.assert_allclose(ramp[-1], g(far), atol=1e-9)
-    assert not h.node.commanding
+    assert not h.node.watchdog.commanding
 
 
 def trajectory(q_points, times, stamp=None):

@@ -27,7 +27,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.nodes.dynamics_controller.controller import RATE_SLACK, DynamicsController
+from robot_dynamics.nodes.dynamics_controller.command_output import RATE_SLACK
+from robot_dynamics.nodes.dynamics_controller.controller import DynamicsController
 from robot_dynamics.nodes.common.joint_states import wrench_message
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, to_duration, to_time
@@ -187,7 +188,7 @@ class Harness:
     def tick(self, dt):
         for _ in range(max(1, int(dt / 0.02))):
             self.clock += min(dt, 0.02)
-            self.node.check_stale()
+            self.node.watchdog.check()
 
     def do(self, action):
         kind, *args = action

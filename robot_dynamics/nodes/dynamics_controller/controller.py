@@ -23,28 +23,26 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 import robot_dynamics as rd
-from robot_dynamics.core.control import (ComputedTorque, GravityCompensation, VelocityFilter,
-                                         clamp_effort)
-from robot_dynamics.core.limits import CLAMPED, NON_FINITE, RATE_LIMITED, limit_command
+from robot_dynamics.core.control import ComputedTorque, GravityCompensation, VelocityFilter
+from robot_dynamics.core.limits import limit_command
 from robot_dynamics.core.collision import Comply, Reaction
 
 from ..common import cdr, contact_safety, payload, profiles
 from ..common.cdr import CdrJointStateReader, Float64MultiArrayWriter
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
-                                   state_qos, to_array)
+                                   state_qos)
 from ..common.node import ArmNode, main as run_node
 from ..common.parameters import ConfigError
 from ..common.schema import load
 from . import command_cycle, speed_limiter, task_space
 from .command_cycle import CommandCycle
+from .command_output import CommandOutput
 from .loop_health import LoopHealth, comply_damping, natural_frequency
 from .reference import Reference, trajectory_from_msg, within_limits
+from .watchdog import STALE_TICK, StateWatchdog
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
-RATE_SLACK = 0.002       # s: a command's Δt for the rate limit exceeds the wall time by at most
-STALE_TICK = 0.02        # s: the stale check's period once states are overdue (the ramp)
-LATE = 0.08              # s: a stale check this late: this process itself did not run
 STOP_RAMP = 1.0          # s: longest ramp to the final command on a graceful stop
 ACK_WAIT = 1.0           # s: longest wait for the final command's acknowledgements
 BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
@@ -103,20 +101,17 @@ class DynamicsController(ArmNode):
     def __init__(self, **options):
         self.config = self.reader = self.cycle = None
         self.reference = Reference()
-        self.q_last, self.last_state, self.commanding, self.stopping = None, None, False, False
-        self.tau_last = self.published_at = None   # the last command (model order, once
-        #                                           published), its time
-        self.stamp_published = None                 # the stamp of the state it answered
-        self.writer = self.clamped = None           # the command in joints order, serialized
-        self.serialized = False                     # publish serialized (a raw state came last)
-        self.t_last = None
-        self.stale_due = None                      # when the stale check is next due
+        self.q_last, self.t_last = None, None   # the newest accepted state's q and stamp
         super().__init__(self.NAME, **options)
+        self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
+        self.watchdog = StateWatchdog(self.create_timer, lambda: self.seconds(),
+                                      self.ramp_to_final, self.stopped_commanding)
         self.publisher = self.create_publisher(Float64MultiArray, 'effort_controller/commands',
                                                COMMAND_QOS)
-        self.heartbeat = self.create_publisher(Time, '~/command_stamp', COMMAND_QOS)
-        self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
-        self.command = Float64MultiArray()
+        self.output = CommandOutput(
+            self.publisher, self.create_publisher(Time, '~/command_stamp', COMMAND_QOS),
+            self.diagnostics, self.get_logger(), self.warn, self.get_clock(),
+            self.watchdog.commanded)
         # depth 1: a controller acts on the newest state and skips any it could not serve
         raw = self.values['fast_path']
         self.create_subscription(JointState, 'joint_states',
@@ -124,8 +119,6 @@ class DynamicsController(ArmNode):
                                  state_qos(self.values['joint_states_reliability'], 1), raw=raw)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
-        self.stale_timer = self.create_timer(STALE_TICK, self.check_stale)
-        self.stale_timer.cancel()   # runs while commanding (``published`` starts it)
         self.payload_topic = payload.subscribe(self)
         self.task = task_space.TaskSpace(self)
         self.identification = payload.PayloadService(self)
@@ -173,15 +166,11 @@ class DynamicsController(ArmNode):
         detecting = config.safety.detection is not None
         self.reader = CdrJointStateReader(self.arm.model.joint_names, finite=(
             'position', 'velocity') + (('effort',) if detecting else ()))
-        if self.writer is None:   # the command's buffers (the joints are read-only)
-            n = self.arm.model.nv
-            self.writer, self.tau_last, self.clamped = (Float64MultiArrayWriter(n), np.zeros(n),
-                                                        np.zeros(n, bool))
+        self.output.apply(config, self.arm.model, self.arm.order)
         self.identification.configure(self.values, self.arm, config.profile)
         self.configure_detection(config.safety)
         self.cycle = self.compiled_cycle(config)
-        if self.commanding:   # state_timeout may have changed: the next check soon
-            self.schedule_stale_check(self.seconds(), STALE_TICK)
+        self.watchdog.configure(self.values['state_timeout'])
 
     def compiled_cycle(self, config):
         """The CommandCycle for this configuration on the fast path, None where it cannot serve.
@@ -206,8 +195,9 @@ class DynamicsController(ArmNode):
             law, control = command_cycle.COMPUTED_TORQUE, ct
         else:
             return None
+        out = self.output
         return CommandCycle(law, control, self.reader, config.effort_limits, self.arm.order,
-                            self.tau_last, self.writer.data, self.clamped)
+                            out.tau_last, out.writer.data, out.clamped)
 
     def warm_up(self):
         q = self.arm.model.neutral_position
@@ -267,7 +257,7 @@ class DynamicsController(ArmNode):
         """
         cycle, limiter = self.cycle, self.limiter
         header = cdr.header_stamp(data)
-        if cycle is None or not self.commanding or self.reaction() is not Reaction.NONE \
+        if cycle is None or not self.watchdog.commanding or self.reaction() is not Reaction.NONE \
                 or limiter.enabled or limiter.reference is not None or header is None:
             return False
         received = time.perf_counter()   # wall time: this process's compute time per state
@@ -281,19 +271,20 @@ class DynamicsController(ArmNode):
             self.task.cycle_target() if task else None
         if task and target is None:
             return False
-        status = cycle.run(data, target, self.effort_step(now, stamp))
+        status = cycle.run(data, target, self.output.effort_step(now, stamp))
         if status < 0:
             return False
         q, v, effort = cycle.state()
         self.diagnostics.received()
-        self.serialized, self.last_state, self.t_last, self.q_last = True, now, t, q
+        self.output.serialized, self.t_last, self.q_last = True, t, q
+        self.watchdog.accepted(now)
         if tracking:
             limiter.state = (q, v)
         self.identification.add(q, v, effort)
         if task:
             self.task.served(q, v, t, cycle.condition[0])
-        self.published(status, now, stamp)
-        self.beat(sec, nanosec)
+        self.output.published(status, now, stamp)
+        self.output.beat(sec, nanosec)
         self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
         return True
 
@@ -305,11 +296,12 @@ class DynamicsController(ArmNode):
             self.get_logger().warning('no model yet: waiting for robot_description',
                                       throttle_duration_sec=2.0)
             return
-        self.serialized = serialized
+        self.output.serialized = serialized
         try:
             state = read(msg)
             if state is None:
-                self.foreign_state(self.reader.message_names, self.last_state, self.seconds())
+                self.foreign_state(self.reader.message_names, self.watchdog.last_state,
+                                   self.seconds())
                 return
             q, v, effort, (sec, nanosec) = state
             t = (sec + 1e-9 * nanosec) or self.clock_time()
@@ -323,13 +315,13 @@ class DynamicsController(ArmNode):
             self.warn(f'joint_states ignored: {error}')
             return
         # exact differences of stamps: integer nanoseconds
-        if self.publish(tau, q, (sec * 10**9 + nanosec) or None):
-            self.beat(sec, nanosec)
+        if self.output.publish(tau, q, self.seconds(), (sec * 10**9 + nanosec) or None):
+            self.output.beat(sec, nanosec)
             self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def check_stamp(self, t):
         """Out of order or a clock jump while commanding: BadInput (see the module docstring)."""
-        if not self.commanding or self.t_last is None:
+        if not self.watchdog.commanding or self.t_last is None:
             return
         error = self.stamp_error(t, self.seconds())
         if error is not None:
@@ -339,15 +331,16 @@ class DynamicsController(ArmNode):
         """Why a state stamped t, at the node's time now, is refused while commanding (or None)."""
         if t < self.t_last:
             return f'out of order: stamped {self.t_last - t:.4f} s before the newest'
-        allowed = now - self.last_state + self.values['state_timeout']
+        allowed = now - self.watchdog.last_state + self.values['state_timeout']
         if t - self.t_last > allowed:
             return (f'stamp jumped {t - self.t_last:.4f} s ahead (more than {allowed:.4f} s of '
                     'node time and state_timeout)')
         return None
 
     def on_valid_state(self, q, t):
-        self.last_state, self.t_last = self.seconds(), t
-        if not self.commanding and self.q_last is not None:
+        self.t_last = t
+        self.watchdog.accepted(self.seconds())
+        if not self.watchdog.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
             self.reference.hold(q)
             self.reset_integral()
@@ -484,87 +477,16 @@ class DynamicsController(ArmNode):
         return response
 
     # -- outputs -------------------------------------------------------------------------------
-    def publish(self, tau, q, stamp=None):
-        """Publish the command for τ at q (for the state stamped ``stamp``, ns); returns whether.
+    def ramp_to_final(self):
+        """One step, at max_effort_rate, toward the final command g(q_last); True once there."""
+        return self.output.ramp_to(self.config.gravity_compensation(self.q_last), self.q_last,
+                                   self.seconds())
 
-        The command is τ less the gravity the robot adds itself (``profile.command``), rate
-        limited (module docstring), then clamped (``limit_command``), in joints order; never
-        NaN. Serialized after a state that came serialized (the fast path), else a message.
-        """
-        tau = self.config.profile.command(q, tau)
-        now = self.seconds()
-        status = limit_command(tau, self.tau_last, self.effort_step(now, stamp),
-                               self.config.effort_limits, self.arm.order, self.writer.data,
-                               self.clamped)
-        if status == NON_FINITE:
-            self.diagnostics.count('non_finite_commands')
-            self.get_logger().error(f'non-finite effort {tau}: not published',
-                                    throttle_duration_sec=1.0)
-            return False
-        self.published(status, now, stamp)
-        return True
-
-    def effort_step(self, now, stamp):
-        """The rate limit's largest step of each command from the last (module docstring)."""
-        if self.published_at is None:
-            return math.inf
-        dt = now - self.published_at
-        if stamp is not None and self.stamp_published is not None:
-            dt = min(max(1e-9 * (stamp - self.stamp_published), dt), dt + RATE_SLACK)
-        return self.config.max_effort_rate * max(dt, 0.0)
-
-    def published(self, status, now, stamp):
-        """Publish the limited command in ``writer`` (``limit_command``'s status) and count it."""
-        if status & RATE_LIMITED:
-            self.diagnostics.count('rate_limited_commands')
-        if status & CLAMPED:
-            self.diagnostics.count('clamped_commands')
-            names = [n for n, c in zip(self.arm.model.joint_names, self.clamped) if c]
-            self.warn(f'effort clamped at {names}')
-        if self.serialized:
-            self.publisher.publish(self.writer.serialized())
-        else:
-            self.command.data = to_array(self.writer.data)
-            self.publisher.publish(self.command)
-        self.diagnostics.count('commands')
-        self.published_at, self.stamp_published = now, stamp
-        if not self.commanding:
-            self.commanding = True
-            self.schedule_stale_check(now, self.values['state_timeout'])
-
-    def check_stale(self):
-        """The state-timeout check (module docstring), due when state_timeout runs out.
-
-        While states come, each check sets the next for the newest state's deadline: a loss is
-        found state_timeout after the last state, and the timer ticks at 1 / state_timeout
-        instead of every STALE_TICK. After the deadline it ramps to τ = g(q_last), a step every
-        STALE_TICK, then stops until states return.
-        """
-        if not self.commanding:
-            self.stale_timer.cancel()
-            return
-        now = self.seconds()
-        left = self.last_state + self.values['state_timeout'] - now
-        if left > 0.0 or now - self.stale_due > LATE:
-            # late: this process itself did not run; let states queued meanwhile in first
-            self.schedule_stale_check(now, left if left > 0.0 else STALE_TICK)
-            return
-        if not self.ramp_to_final():
-            self.schedule_stale_check(now, STALE_TICK)
-            return   # ramping down at max_effort_rate: again at the next tick
-        self.commanding = False
-        self.stale_timer.cancel()
+    def stopped_commanding(self):
         self.diagnostics.count('timeouts')
         self.get_logger().error(
             f"no joint_states for {self.values['state_timeout']} s: published a final gravity "
             'compensation command for the last pose and stopped commanding')
-
-    def ramp_to_final(self):
-        """One step, at max_effort_rate, toward the final command g(q_last); True once there."""
-        target = self.config.gravity_compensation(self.q_last)
-        self.publish(target, self.q_last)
-        command = self.config.profile.command(self.q_last, target)
-        return np.array_equal(self.tau_last, clamp_effort(command, self.config.effort_limits)[0])
 
     def finish(self):
         """A graceful stop (SIGINT, SIGTERM): end on the final command g(q_last), then exit.
@@ -574,43 +496,28 @@ class DynamicsController(ArmNode):
         heartbeat has stopped with the last command that answered a state. Nothing while not
         commanding: no state yet, or the stale check already ended on that command.
         """
-        if not self.commanding or self.config is None:
+        if not self.watchdog.commanding or self.config is None:
             return
         # wall time: the process must end even if /clock stopped (the ramp's Δt is the node's
         # time, so under use_sim_time without /clock the final command comes after STOP_RAMP)
         deadline = time.monotonic() + STOP_RAMP
         while not self.ramp_to_final():
             if time.monotonic() > deadline:
-                self.published_at = None   # no rate limit: the final command at once
+                self.output.published_at = None   # no rate limit: the final command at once
                 self.ramp_to_final()
                 break
             time.sleep(STALE_TICK)
-        self.commanding = False
+        self.watchdog.stop()
         self.publisher.wait_for_all_acked(Duration(seconds=ACK_WAIT))
         self.get_logger().info('stopping: published the final gravity compensation command for '
                                'the last pose')
-
-    def beat(self, sec, nanosec):
-        """~/command_stamp: the stamp of the state the command just published answers.
-
-        An unstamped state's command carries the node's clock instead.
-        """
-        if not (sec or nanosec):
-            sec, nanosec = self.get_clock().now().seconds_nanoseconds()
-        self.heartbeat.publish(cdr.serialized_time(sec, nanosec))
-
-    def schedule_stale_check(self, now, delay):
-        """The next stale check in ``delay`` s: the timer restarted with that period."""
-        self.stale_due = now + delay
-        self.stale_timer.timer_period_ns = max(int(delay * 1e9), 1)
-        self.stale_timer.reset()
 
     def health(self):
         """(level, message, values) for /diagnostics, with the model check at the last pose."""
         level, message, values = OK, f'commanding ({self.values["mode"]})', {}
         if self.config is None:
             return WARN, 'waiting for robot_description', {}
-        if not self.commanding:
+        if not self.watchdog.commanding:
             level, message = ERROR, 'not commanding: no recent joint_states'
         if self.q_last is not None:
             ok, smallest = inertia_health(rd.mass_matrix(self.arm.model, self.q_last))

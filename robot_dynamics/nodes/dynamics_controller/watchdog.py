@@ -1,0 +1,69 @@
+"""The controller's state-loss watchdog: what it does when joint states stop coming.
+
+While commanding, a check is due state_timeout after the newest accepted state; each check
+sets the next for the newest state's deadline, so a loss is found state_timeout after the last
+state and the timer ticks at 1 / state_timeout instead of every STALE_TICK. A check that runs
+more than LATE after it was due finds this process itself descheduled: it lets the states queued
+meanwhile in first. Past the deadline it ramps, a rate-limited step every STALE_TICK, to the
+final command (gravity compensation for the last pose), then stops commanding until states
+return.
+"""
+STALE_TICK = 0.02   # s: the check's period once states are overdue (the ramp)
+LATE = 0.08         # s: a check this late: this process itself did not run
+
+
+class StateWatchdog:
+    """``commanding`` and the stale check's timer.
+
+    ``ramp()`` takes one step toward the final command (True once there); ``stopped()`` says
+    that commanding stopped (a log line, a counter). ``last_state`` is the node's time of the
+    newest accepted state (``accepted``).
+    """
+
+    def __init__(self, create_timer, seconds, ramp, stopped):
+        self.seconds, self.ramp, self.stopped = seconds, ramp, stopped
+        self.timeout = None
+        self.commanding, self.last_state, self.due = False, None, None
+        self.timer = create_timer(STALE_TICK, self.check)
+        self.timer.cancel()   # runs while commanding (``commanded`` starts it)
+
+    def configure(self, timeout):
+        """A new state_timeout; while commanding, the next check soon."""
+        self.timeout = timeout
+        if self.commanding:
+            self.schedule(self.seconds(), STALE_TICK)
+
+    def accepted(self, now):
+        self.last_state = now
+
+    def commanded(self, now):
+        """A command went out: commanding, the first check state_timeout from now."""
+        if not self.commanding:
+            self.commanding = True
+            self.schedule(now, self.timeout)
+
+    def check(self):
+        """The stale check (module docstring), due when state_timeout runs out."""
+        if not self.commanding:
+            self.timer.cancel()
+            return
+        now = self.seconds()
+        left = self.last_state + self.timeout - now
+        if left > 0.0 or now - self.due > LATE:
+            self.schedule(now, left if left > 0.0 else STALE_TICK)
+            return
+        if not self.ramp():
+            self.schedule(now, STALE_TICK)
+            return
+        self.stop()
+        self.stopped()
+
+    def stop(self):
+        self.commanding = False
+        self.timer.cancel()
+
+    def schedule(self, now, delay):
+        """The next check in ``delay`` s: the timer restarted with that period."""
+        self.due = now + delay
+        self.timer.timer_period_ns = max(int(delay * 1e9), 1)
+        self.timer.reset()
