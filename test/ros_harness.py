@@ -55,6 +55,33 @@ def to_duration(t):
     return Duration(sec=sec, nanosec=nanosec)
 
 
+# the controller's answer to a trajectory: refused, or taken with its duration and start
+ANSWER = re.compile(r'joint_trajectory( rejected: .*| ignored: .*|'
+                    r': \d+ points, [\d.]+ s, from ([\d.]+) s)')
+
+
+def trajectory_answer(launch, publish, stamp, timeout=10.0, node='dynamics_controller'):
+    """Publish a trajectory stamped ``stamp`` (``publish()``); (start, answer) from the log.
+
+    start: the start the controller took, from its log line; that is the stamp, or the newest
+    joint state's where the stamp had already passed (under load the probe's view of the arm's
+    clock may lag the arm's by more than the lead a test gives), and ``stamp`` when the
+    trajectory was refused. answer: the controller's log since the publication, None without an
+    answer within ``timeout``.
+    """
+    offset = len(launch.log(node))
+    publish()
+    deadline = time.monotonic() + timeout
+    while True:
+        text = launch.log(node)[offset:]
+        match = ANSWER.search(text)
+        if match:
+            return (float(match.group(2)) if match.group(2) else stamp), text
+        if time.monotonic() > deadline:
+            return stamp, None
+        time.sleep(0.02)
+
+
 def warm_numba_cache():
     """Compile (or load) in this process every kernel the nodes use.
 

@@ -39,7 +39,8 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.common.contact_safety import EVENT_QOS
 from robot_dynamics.nodes.common.joint_states import wrench_message
-from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time, window
+from ros_harness import (BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time,
+                         trajectory_answer, window)
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
@@ -95,14 +96,16 @@ class Arm(ArmView):
         return self.joint_arrays(JOINTS, since, until, ('position', 'velocity'), least)
 
     def send(self, waypoints, times, delay=0.3):
-        """A trajectory through waypoints starting ``delay`` s from now; returns its start."""
-        start = self.now() + delay
+        """A trajectory through waypoints starting ``delay`` s from now; returns its start.
+
+        The start the controller took (``trajectory_answer``), once it answered.
+        """
+        stamp = self.now() + delay
         msg = JointTrajectory(joint_names=JOINTS)
-        msg.header.stamp = to_time(start)
+        msg.header.stamp = to_time(stamp)
         msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t))
                       for p, t in zip(waypoints, times)]
-        self.trajectory.publish(msg)
-        return start
+        return trajectory_answer(self.launch, lambda: self.trajectory.publish(msg), stamp)[0]
 
     def push(self, wrench):
         self.wrench.publish(wrench_message('panda_link0', wrench))

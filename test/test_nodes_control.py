@@ -26,7 +26,7 @@ from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
-from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, trajectory_answer
 
 CLASSES = {'arm_simulator': ArmSimulator, 'dynamics_controller': DynamicsController,
            'wrench_estimator': WrenchEstimator}
@@ -96,12 +96,13 @@ def test_computed_torque_tracks_a_trajectory(arm):
                         [0, 0, 0, 0, 0, 0, 0]])
     times = np.arange(len(offsets), dtype=float)
     waypoints = q_now + offsets
-    start = arm.now() + 0.5   # the probe sees states up to 0.1 s late
-    msg = trajectory_message(JOINTS, start, times, waypoints)
+    stamp = arm.now() + 0.5   # the probe sees states up to 0.1 s late
+    msg = trajectory_message(JOINTS, stamp, times, waypoints)
     publisher = arm.probe.create_publisher(JointTrajectory,
                                            '/dynamics_controller/joint_trajectory', 10)
     arm.probe.wait_for_subscribers(publisher)
-    publisher.publish(msg)
+    start, answer = trajectory_answer(arm.launch, lambda: publisher.publish(msg), stamp)
+    assert answer and 'points' in answer, arm.launch.logs()
     arm.wait(start + times[-1] + 0.4 - arm.now())
     reference = CubicSpline(times, waypoints, bc_type='clamped')
     t, q = arm.positions(start, start + times[-1] + 0.3)

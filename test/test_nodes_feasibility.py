@@ -21,7 +21,6 @@ efforts from Pinocchio's RNEA; limits from Pinocchio's URDF parser.
 About 25 s per engine on an idle machine.
 """
 import re
-import time
 
 import numpy as np
 import pinocchio as pin
@@ -31,7 +30,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from ros_harness import BEST_EFFORT, ArmView, session, to_duration, to_time
+from ros_harness import BEST_EFFORT, ArmView, session, to_duration, to_time, trajectory_answer
 from test_feasibility import reference_path
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
@@ -144,22 +143,16 @@ class Arm(ArmView):
 
         The answer: the log lines the controller writes about it (rejected, or accepted with
         its duration, and a time-scaling factor); None when there is none within ``timeout``.
+        The start: the one the controller took (``trajectory_answer``).
         """
-        offset = len(self.launch.log('dynamics_controller'))
-        start = self.now() + delay
+        stamp = self.now() + delay
         msg = JointTrajectory(joint_names=JOINTS)
-        msg.header.stamp = to_time(start)
+        msg.header.stamp = to_time(stamp)
         msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t),
                                            velocities=[0.0] * 7 if at_rest else [])
                       for p, t in zip(positions, times)]
-        self.trajectory.publish(msg)
-        answer = re.compile(r'joint_trajectory( rejected: .*|: \d+ points, [\d.]+ s)')
-        deadline = time.monotonic() + timeout
-        while not answer.search(self.launch.log('dynamics_controller')[offset:]):
-            if time.monotonic() > deadline:
-                return start, None
-            time.sleep(0.02)
-        return start, self.launch.log('dynamics_controller')[offset:]
+        return trajectory_answer(self.launch, lambda: self.trajectory.publish(msg), stamp,
+                                 timeout)
 
     def time_scaling(self, on):
         result = self.probe.set_parameters('dynamics_controller', {'trajectory.time_scaling': on})

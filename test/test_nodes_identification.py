@@ -30,7 +30,7 @@ from robot_dynamics import bringup
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from robot_dynamics.nodes.common.joint_states import trajectory_message
-from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, trajectory_answer
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 JOINTS = CONFIG['dynamics_controller']['ros__parameters']['joints']
@@ -87,10 +87,13 @@ class Arm(ArmView):
         assert all(r.successful for r in results), [r.reason for r in results]
 
     def move(self, waypoints, times):
-        """Send a trajectory (positions only) starting 0.3 s from now; returns its start."""
-        start = self.now() + 0.3
-        self.trajectory.publish(trajectory_message(JOINTS, start, times, waypoints))
-        return start
+        """Send a trajectory (positions only) starting 0.3 s from now; returns its start.
+
+        The start the controller took (``trajectory_answer``).
+        """
+        stamp = self.now() + 0.3
+        msg = trajectory_message(JOINTS, stamp, times, waypoints)
+        return trajectory_answer(self.launch, lambda: self.trajectory.publish(msg), stamp)[0]
 
     def identify(self, apply):
         return self.probe.call(SetBool, '/dynamics_controller/identify_payload',

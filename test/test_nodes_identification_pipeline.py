@@ -26,7 +26,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.tools import fit
 from robot_dynamics.nodes.common.joint_states import trajectory_message
-from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, trajectory_answer, window
 from test_tools_ros import Recorder
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
@@ -77,9 +77,9 @@ class Arm(ArmView):
         """Send a FourierTrajectory (knots every KNOT s) from now + 0.5 s; returns its start."""
         times = np.arange(0.0, trajectory.duration + KNOT / 2, KNOT)
         q, v, a = trajectory.sample_many(times)
-        start = self.now() + 0.5
-        self.trajectory.publish(trajectory_message(JOINTS, start, times, q, v, a))
-        return start
+        stamp = self.now() + 0.5   # the start the controller took: trajectory_answer
+        msg = trajectory_message(JOINTS, stamp, times, q, v, a)
+        return trajectory_answer(self.launch, lambda: self.trajectory.publish(msg), stamp)[0]
 
     def run(self, trajectory):
         """(RMS tracking error rad, RMS τ_ext N m, RMS estimated force N) along the trajectory."""

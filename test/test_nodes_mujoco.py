@@ -29,7 +29,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup
 from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
-from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, window
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, trajectory_answer, window
 
 DRIFT_WINDOW = 5.0   # s
 # waypoint offsets from the initial pose, 1 s apart; the last one is the second pose
@@ -98,8 +98,9 @@ class Arm(ArmView):
     def track(self, waypoints, spacing=1.0):
         """Send a trajectory through waypoints; (RMS, max) error against the clamped spline."""
         times = spacing * np.arange(len(waypoints))
-        start = self.now() + 0.5   # the probe's clock may lag the arm's by ~0.1 s
-        self.trajectory.publish(trajectory_message(self.joints, start, times, waypoints))
+        stamp = self.now() + 0.5   # the probe's clock may lag the arm's: the start it took
+        msg = trajectory_message(self.joints, stamp, times, waypoints)
+        start, _ = trajectory_answer(self.launch, lambda: self.trajectory.publish(msg), stamp)
         end = start + times[-1] + 0.3
         self.wait_until(end + 0.05)
         t, q = self.positions(start, end)

@@ -28,7 +28,6 @@ About 40 s per engine on an idle machine.
 """
 import bisect
 import math
-import re
 import time
 
 import numpy as np
@@ -49,7 +48,8 @@ from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.nodes.dynamics_controller import speed_limiter
 from robot_dynamics.nodes.common.contact_safety import EVENT_QOS
 from robot_dynamics.nodes.common.joint_states import wrench_message
-from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time
+from ros_harness import (BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time,
+                         trajectory_answer)
 from test_nodes_fuzz import Harness
 from test_power_force_limiting import two_mass_peak
 
@@ -119,27 +119,22 @@ class Arm(ArmView):
                 f'(goal {waypoints[-1]})\n{self.launch.logs()}')
 
     def send(self, waypoints, times):
-        """Publish the trajectory (0.5 s ahead) once; returns the start the controller logs.
+        """Publish the trajectory (0.5 s ahead) once; returns the start the controller took.
 
         Once: the fixture waited for the match, and a reliable sample lost on a busy loopback
         comes again with the writer's next heartbeat (seconds late); a second send would start
-        a second swing. The start is the controller's own (a stamp it finds past starts at its
-        newest state), so that times measured from it are the swing's.
+        a second swing. Times measured from the controller's start are the swing's.
         """
-        taken = r'joint_trajectory: 3 points, [\d.]+ s, from ([\d.]+) s'
-        accepted = self.launch.count('dynamics_controller', taken)
         msg = JointTrajectory(joint_names=JOINTS)
-        msg.header.stamp = to_time(self.now() + 0.5)
+        stamp = self.now() + 0.5
+        msg.header.stamp = to_time(stamp)
         msg.points = [JointTrajectoryPoint(positions=list(p), time_from_start=to_duration(t))
                       for p, t in zip(waypoints, times)]
-        self.trajectory.publish(msg)
-        deadline = time.monotonic() + 20.0
-        while time.monotonic() < deadline:
-            starts = re.findall(taken, self.launch.log('dynamics_controller'))
-            if len(starts) > accepted:
-                return float(starts[accepted])
-            time.sleep(0.02)
-        raise AssertionError(f'the controller did not take the trajectory\n{self.launch.logs()}')
+        start, answer = trajectory_answer(self.launch, lambda: self.trajectory.publish(msg),
+                                          stamp, timeout=20.0)
+        assert answer and 'joint_trajectory: 3 points' in answer, \
+            f'the controller did not take the trajectory\n{self.launch.logs()}'
+        return start
 
     def window(self, since):
         messages = list(self.states.messages)
