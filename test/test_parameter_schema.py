@@ -26,7 +26,7 @@ from robot_dynamics.simulation import ENGINES
 
 from ros_harness import session
 
-NODES = pathlib.Path(__file__).resolve().parents[1] / 'robot_dynamics' / 'nodes'
+FOLDERS = pathlib.Path(__file__).resolve().parents[1] / 'robot_dynamics' / 'nodes'
 NODES = {'dynamics_controller': DynamicsController, 'wrench_estimator': WrenchEstimator,
          'arm_simulator': ArmSimulator}
 RCLPY_OWN = {'use_sim_time', 'start_type_description_service'}   # rclpy declares these
@@ -37,7 +37,7 @@ TYPES = {'bool': bool, 'int': int, 'double': float, 'string': str, 'double_array
 
 def entries(node):
     """{dotted name: entry} of a schema file, read with plain PyYAML."""
-    tree = yaml.safe_load((NODES / node / 'parameters.yaml').read_text())
+    tree = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())
     assert list(tree) == [node]
     found = {}
 
