@@ -1,4 +1,4 @@
-"""The node base class ``ArmNode`` and ``main``, which runs one node until SIGINT/SIGTERM.
+"""The node base classes ``ArmNode`` and ``ManagedArmNode`` and ``main``, which runs a node.
 
 A node is parameters -> core objects -> publishers. Every node builds its whole configuration
 from a dict of parameter values in one function; the on-set callback runs that same function on
@@ -14,6 +14,13 @@ which NTP may step) and ``clock_time`` the system clock, what stamps are compare
 rclpy's timers (``create_timer``) run on the node's ROS clock, so on /clock under use_sim_time.
 Wall time stays only where a node measures itself: its CPU time per message, its latency, its
 log throttling, and its own shutdown.
+
+Lifecycle: a ``ManagedArmNode`` is a managed node (rclpy.lifecycle, the states and transitions
+of ROS 2's managed nodes, as ros2_control's controllers are): configure loads the model and
+checks the parameters (a refusal leaves it unconfigured, with the reason logged), activate
+starts taking joint states, deactivate ends (the subclass's ``finish``) and stops taking them,
+cleanup drops the model. ``autostart`` (a parameter, default true) configures and activates it
+at start, a refused configuration then ending the process as before.
 """
 import ctypes
 import faulthandler
@@ -28,6 +35,7 @@ import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
+from rclpy.lifecycle import LifecycleNodeMixin, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 from std_msgs.msg import String
@@ -79,14 +87,16 @@ class ArmNode(Node):
         self.warn = Throttled(self.get_logger().warning)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
+    active = True   # takes joint states (a ManagedArmNode: while active)
+
     def load_model(self):
         """Call last in the subclass constructor: the model from the parameter or the topic."""
         if self.values['robot_description']:
             self._configure(self.values['robot_description'])
         else:
             self.get_logger().info('waiting for the robot_description topic')
-            self.create_subscription(String, 'robot_description', self._on_description,
-                                     DESCRIPTION_QOS)
+            self.description = self.create_subscription(
+                String, 'robot_description', self._on_description, DESCRIPTION_QOS)
 
     def seconds(self):
         """The node's time for intervals, s: /clock's under use_sim_time, else monotonic."""
@@ -95,11 +105,13 @@ class ArmNode(Node):
         return time.monotonic()
 
     def timeless(self):
-        """Under use_sim_time before the first /clock (rclpy's time 0): states wait for it.
+        """True while joint states wait: inactive, or under use_sim_time before the first /clock.
 
-        A state taken then would be timed at 0, and the first /clock would make it look
-        seconds old (a false state timeout).
+        A state taken before the first /clock (rclpy's time 0) would be timed at 0, and the
+        first /clock would make it look seconds old (a false state timeout).
         """
+        if not self.active:
+            return True
         if self.sim_time and not self.get_clock().now().nanoseconds:
             self.warn('use_sim_time: joint states ignored until the first /clock message')
             return True
@@ -192,6 +204,70 @@ class ArmNode(Node):
 
     def finish(self):
         """The node's last act on a graceful stop, after its last callback (``main``)."""
+
+
+class ManagedArmNode(LifecycleNodeMixin, ArmNode):
+    """An ArmNode with the managed-node lifecycle (module docstring).
+
+    Subclasses call ``start()`` last in their constructor (instead of ``load_model``), have
+    ``finish()`` (the last act of an active node) and ``clear()`` (forget the configuration).
+    """
+
+    def __init__(self, name, **options):
+        ArmNode.__init__(self, name, **options)
+        LifecycleNodeMixin.__init__(self, enable_communication_interface=True)
+        self.active, self.refusal, self.description = False, None, None
+
+    def start(self):
+        """autostart: configure (a refusal raises ConfigError: the process ends) and activate."""
+        if not self.values['autostart']:
+            self.get_logger().info('unconfigured (autostart false): waiting for the configure '
+                                   'and activate transitions (~/change_state)')
+            return
+        self.trigger_configure()
+        if self.refusal is not None:
+            raise ConfigError(self.refusal)
+        self.trigger_activate()
+
+    def on_configure(self, state):
+        self.refusal = None
+        try:
+            self.load_model()
+        except ConfigError as error:
+            self.refusal = str(error)
+            self.get_logger().error(f'configure refused: {error}')
+            self.on_cleanup(state)
+            return TransitionCallbackReturn.FAILURE
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_activate(self, state):
+        self.active = True
+        self.get_logger().info('active: taking joint states')
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        self.finish()
+        self.active = False
+        self.get_logger().info('inactive: joint states ignored until activated')
+        return super().on_deactivate(state)
+
+    def on_cleanup(self, state):
+        self.active = False
+        if self.description is not None:
+            self.destroy_subscription(self.description)
+        self.description = self.arm = self.urdf = None
+        self.clear()
+        return TransitionCallbackReturn.SUCCESS
+
+    def on_shutdown(self, state):
+        if self.active:
+            self.finish()
+        self.active = False
+        return TransitionCallbackReturn.SUCCESS
+
+    def clear(self):
+        """Forget the configuration built from the model (a cleanup)."""
+        raise NotImplementedError
 
 
 def executor():

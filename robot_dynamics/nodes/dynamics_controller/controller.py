@@ -32,7 +32,7 @@ from ..common.cdr import CdrJointStateReader, Float64MultiArrayWriter
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
                                    state_qos)
-from ..common.node import ArmNode, main as run_node
+from ..common.node import ManagedArmNode, main as run_node
 from ..common.parameters import ConfigError
 from ..common.schema import load
 from . import command_cycle, speed_limiter, task_space
@@ -92,7 +92,7 @@ def check_model(model):
                           f'M(q) {smallest:.3g} at q = {q.tolist()}')
 
 
-class DynamicsController(ArmNode):
+class DynamicsController(ManagedArmNode):
     """Joint states in, one effort command out; mode switchable at run time."""
 
     NAME = 'dynamics_controller'
@@ -128,7 +128,7 @@ class DynamicsController(ArmNode):
         self.settle = None   # the law while the loop is latched unstable (loop_health)
         self.observer = self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)
-        self.load_model()
+        self.start()
 
     # -- configuration -------------------------------------------------------------------------
     def configure(self, values, arm):
@@ -226,6 +226,13 @@ class DynamicsController(ArmNode):
                                                             timeout)
         else:
             self.observer.configure(self.arm.model, safety.observer_gain, timeout)
+
+    def clear(self):
+        """A cleanup: the model's configuration and the state it was tracking are gone."""
+        self.watchdog.stop()
+        self.config = self.cycle = self.q_last = self.t_last = None
+        self.reference.hold(None)
+        self.output.writer = None   # buffers for the next model's joints
 
     def hold(self):
         """Bumpless: hold the last measured position (nothing before the first state)."""
@@ -451,6 +458,10 @@ class DynamicsController(ArmNode):
         self.reference.stream(setpoint)
 
     def tracking(self, what):
+        if not self.active:
+            self.diagnostics.count('rejected_references')
+            self.warn(f'{what} ignored: the controller is not active (lifecycle)')
+            return False
         if self.config is None or self.config.mode != COMPUTED_TORQUE or self.q_last is None:
             self.diagnostics.count('rejected_references')
             self.warn(f'{what} ignored: tracking needs mode computed_torque and joint states')
@@ -515,6 +526,8 @@ class DynamicsController(ArmNode):
     def health(self):
         """(level, message, values) for /diagnostics, with the model check at the last pose."""
         level, message, values = OK, f'commanding ({self.values["mode"]})', {}
+        if not self.active:
+            return WARN, 'not active (lifecycle): not commanding', {}
         if self.config is None:
             return WARN, 'waiting for robot_description', {}
         if not self.watchdog.commanding:

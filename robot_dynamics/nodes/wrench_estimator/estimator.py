@@ -20,7 +20,7 @@ from robot_dynamics.core.observers import MomentumObserver
 from ..common import cdr, contact_safety, payload, profiles
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
 from ..common.joint_states import BadInput, state_qos, to_array
-from ..common.node import ArmNode, main as run_node
+from ..common.node import ManagedArmNode, main as run_node
 from ..common.parameters import ConfigError
 from ..common.schema import load
 from . import estimator_cycle
@@ -60,7 +60,7 @@ def wrench_frame(reference_frame, model):
     return frame, frames[frame]
 
 
-class WrenchEstimator(ArmNode):
+class WrenchEstimator(ManagedArmNode):
     """Joint states in, ~/external_joint_torques and ~/wrench out, once per joint state."""
 
     NAME = 'wrench_estimator'
@@ -86,7 +86,7 @@ class WrenchEstimator(ArmNode):
         self.collision = contact_safety.CollisionMonitor(self)
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.payload_topic = payload.subscribe(self)
-        self.load_model()
+        self.start()
 
     def configure(self, values, arm):
         n = arm.model.nv
@@ -120,6 +120,10 @@ class WrenchEstimator(ArmNode):
             self.cycle = estimator_cycle.EstimatorCycle(
                 self.observer, self.reader, self.writers, self.arm.model.tip,
                 config.reference, config.damping, self.arm.order)
+
+    def clear(self):
+        """A cleanup: the model's configuration and the observer's integration are gone."""
+        self.config = self.observer = self.cycle = self.last_stamp = self.q_last = None
 
     def max_gap(self, config):
         """Longest step the observer integrates: state_timeout, collision.max_gap if detecting."""
@@ -280,6 +284,8 @@ class WrenchEstimator(ArmNode):
 
     def health(self):
         """(level, message, values) for /diagnostics."""
+        if not self.active:
+            return WARN, 'not active (lifecycle): not estimating', {}
         if self.config is None:
             return WARN, 'waiting for robot_description', {}
         if self.q_last is None:
