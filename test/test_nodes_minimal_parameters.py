@@ -357,3 +357,16 @@ def test_features_ask_for_the_tip_only_when_on():
     assert result.reason == ("reference_frame must be the base link 'world' or the tip link "
                              "'tool0' (empty: the base), got 'ee_link'")
     with_tip.destroy_node()
+
+
+@pytest.mark.parametrize('node_class', [DynamicsController, WrenchEstimator])
+def test_states_before_the_model_are_ignored_with_a_warning(node_class):
+    """robot_description from its topic, joint states first (a driver up before it): no crash."""
+    node = in_process(node_class, f'early_{node_class.NAME}', robot_description='')
+    node.warn = node.logger.warning   # unthrottled, into the fake logger
+    msg = state(Q0, effort=np.zeros(6))
+    node.on_joint_state(msg)
+    node.on_serialized_joint_state(serialize_message(msg))
+    warned = [c.args[0] for c in node.logger.warning.call_args_list]
+    assert 'no model yet: joint states ignored until robot_description arrives' in warned
+    node.destroy_node()

@@ -38,11 +38,12 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNodeMixin, TransitionCallbackReturn
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from ...run import LAUNCHER
 from .arm import ArmBuilder
-from .joint_states import DESCRIPTION_QOS
+from .joint_states import DESCRIPTION_QOS, state_qos
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
 
 
@@ -207,16 +208,49 @@ class ArmNode(Node):
 
 
 class ManagedArmNode(LifecycleNodeMixin, ArmNode):
-    """An ArmNode with the managed-node lifecycle (module docstring).
+    """An ArmNode that answers joint states, with the managed-node lifecycle (module docstring).
 
-    Subclasses call ``start()`` last in their constructor (instead of ``load_model``), have
-    ``finish()`` (the last act of an active node) and ``clear()`` (forget the configuration).
+    Subclasses subscribe with ``subscribe_joint_states(depth)``, set ``reader`` (a
+    CdrJointStateReader), define ``run_cycle(data)`` (the compiled cycle: True if it served
+    the state) and ``on_state(read, msg, serialized)`` (the plain path), call ``start()`` last
+    in their constructor (instead of ``load_model``), and have ``finish()`` (the last act of an
+    active node) and ``clear()`` (forget the configuration).
     """
 
     def __init__(self, name, **options):
         ArmNode.__init__(self, name, **options)
         LifecycleNodeMixin.__init__(self, enable_communication_interface=True)
         self.active, self.refusal, self.description = False, None, None
+
+    def subscribe_joint_states(self, depth):
+        """joint_states, as serialized bytes on the fast path, else as messages."""
+        raw = self.values['fast_path']
+        self.create_subscription(JointState, 'joint_states',
+                                 self.on_serialized_joint_state if raw else self.on_joint_state,
+                                 state_qos(self.values['joint_states_reliability'], depth),
+                                 raw=raw)
+
+    def waits(self):
+        """True while joint states are not taken: inactive, before /clock, or no model yet."""
+        if self.timeless():
+            return True
+        if self.reader is None:   # robot_description from its topic, not here yet
+            self.warn('no model yet: joint states ignored until robot_description arrives')
+            return True
+        return False
+
+    def on_joint_state(self, msg):
+        """A deserialized JointState (the plain path): the outputs go out as messages."""
+        if not self.waits():
+            self.on_state(self.reader.read_stamped, msg, False)
+
+    def on_serialized_joint_state(self, data):
+        """A JointState's CDR bytes: the compiled cycle, else the plain path on the bytes.
+
+        The outputs go out serialized.
+        """
+        if not self.waits() and not self.run_cycle(data):
+            self.on_state(self.reader.read_cdr, data, True)
 
     def start(self):
         """autostart: configure (a refusal raises ConfigError: the process ends) and activate."""

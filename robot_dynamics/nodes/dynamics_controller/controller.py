@@ -30,8 +30,7 @@ from robot_dynamics.core.collision import Comply, Reaction
 from ..common import cdr, contact_safety, payload, profiles
 from ..common.cdr import CdrJointStateReader, Float64MultiArrayWriter
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
-from ..common.joint_states import (COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds,
-                                   state_qos)
+from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
 from ..common.node import ManagedArmNode, main as run_node
 from ..common.parameters import ConfigError
 from ..common.schema import load
@@ -113,10 +112,7 @@ class DynamicsController(ManagedArmNode):
             self.diagnostics, self.get_logger(), self.warn, self.get_clock(),
             self.watchdog.commanded)
         # depth 1: a controller acts on the newest state and skips any it could not serve
-        raw = self.values['fast_path']
-        self.create_subscription(JointState, 'joint_states',
-                                 self.on_serialized_joint_state if raw else self.on_joint_state,
-                                 state_qos(self.values['joint_states_reliability'], 1), raw=raw)
+        self.subscribe_joint_states(1)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         self.payload_topic = payload.subscribe(self)
@@ -245,16 +241,6 @@ class DynamicsController(ManagedArmNode):
             self.config.computed_torque.reset()
 
     # -- inputs --------------------------------------------------------------------------------
-    def on_joint_state(self, msg):
-        """A deserialized JointState (the plain path): the command goes out as a message."""
-        if not self.timeless():
-            self.on_state(self.reader.read_stamped, msg, False)
-
-    def on_serialized_joint_state(self, data):
-        """A JointState's CDR bytes (the fast path): the command goes out serialized."""
-        if not self.timeless() and not self.run_cycle(data):
-            self.on_state(self.reader.read_cdr, data, True)
-
     def run_cycle(self, data):
         """The state through the compiled cycle, if it serves it; False: it left it untouched.
 

@@ -19,7 +19,7 @@ from robot_dynamics.core.observers import MomentumObserver
 
 from ..common import cdr, contact_safety, payload, profiles
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
-from ..common.joint_states import BadInput, state_qos, to_array
+from ..common.joint_states import BadInput, to_array
 from ..common.node import ManagedArmNode, main as run_node
 from ..common.parameters import ConfigError
 from ..common.schema import load
@@ -78,10 +78,7 @@ class WrenchEstimator(ManagedArmNode):
         self.torque_publisher = self.create_publisher(JointState, '~/external_joint_torques', 10)
         # depth 10: the observer integrates momentum, so it takes every state, a little late
         # after a hiccup rather than skipping some (which costs accuracy)
-        raw = self.values['fast_path']
-        self.create_subscription(JointState, 'joint_states',
-                                 self.on_serialized_joint_state if raw else self.on_joint_state,
-                                 state_qos(self.values['joint_states_reliability'], 10), raw=raw)
+        self.subscribe_joint_states(10)
         self.create_service(Trigger, '~/tare', self.on_tare)
         self.collision = contact_safety.CollisionMonitor(self)
         self.create_service(Trigger, '~/reset', self.on_reset)
@@ -147,16 +144,6 @@ class WrenchEstimator(ManagedArmNode):
         if self.cycle is not None:
             estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame or '',
                                     self.config.reference, self.arm.order)
-
-    def on_joint_state(self, msg):
-        """A deserialized JointState (the plain path): the outputs go out as messages."""
-        if not self.timeless():
-            self.on_state(self.reader.read_stamped, msg, False)
-
-    def on_serialized_joint_state(self, data):
-        """A JointState's CDR bytes (the fast path): the outputs go out serialized."""
-        if not self.timeless() and not self.run_cycle(data):
-            self.on_state(self.reader.read_cdr, data, True)
 
     def run_cycle(self, data):
         """The state through the compiled cycle, if it serves it; False: it left it untouched.
