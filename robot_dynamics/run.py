@@ -99,7 +99,7 @@ class Processes:
         """{name: return code} of the processes that have ended."""
         return {n: p.returncode for n, p in self.procs.items() if p.poll() is not None}
 
-    def stop(self, timeout=10.0):   # a graceful stop: up to 1 s of ramp, 1 s of acks, teardown
+    def stop(self, timeout=20.0):   # a graceful stop: 1 s of ramp, 1 s of acks, 5 s of teardown
         for p in self.procs.values():
             if p.poll() is None:
                 p.send_signal(signal.SIGINT)

@@ -7,6 +7,7 @@ core (JointTrajectory, reflected mass, tested against Pinocchio elsewhere) and f
 differences, not from the hook.
 """
 import dataclasses
+import time
 import types
 
 import numpy as np
@@ -17,11 +18,12 @@ from scipy.integrate import cumulative_trapezoid
 import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.core.trajectory import JointTrajectory
+from robot_dynamics.nodes.common.context import Context
 from robot_dynamics.nodes.dynamics_controller import speed_limiter, task_space
 from robot_dynamics.nodes.dynamics_controller.reference import TimedTrajectory
 from robot_dynamics.nodes.common.parameters import ConfigError
 from ros_harness import session
-from test_task_space_node import Node as TaskNode
+from test_task_space_node import Host, task_space_of
 
 MODEL = rd.with_payload(rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0'), 2.0,
                         [0.0, 0.0, 0.05])
@@ -75,6 +77,13 @@ def node():
     node.destroy_node()
 
 
+def context_of(node):
+    """The Context of a plain rclpy node: what the controller gives its speed limiter."""
+    return Context(node.get_name(), lambda: node.values, node.get_logger(), print,
+                   node.get_clock(), time.monotonic, lambda: None, None, node.create_publisher,
+                   node.create_subscription, node.create_timer, node.destroy_timer)
+
+
 def run(limiter, reference, until, switch_off_at=np.inf, enabled=True):
     """Sample the hook at 1 kHz from 0 to ``until``; (t, q_d, v_d, a_d) arrays."""
     rows = []
@@ -87,7 +96,7 @@ def run(limiter, reference, until, switch_off_at=np.inf, enabled=True):
 
 
 def test_scaled_reference_is_consistent_and_within_v_max(node):
-    limiter = speed_limiter.SpeedLimiter(node)
+    limiter = speed_limiter.SpeedLimiter(context_of(node))
     limiter.apply(speed_limiter.configure(values(enable=True, body_regions=['chest']), MODEL))
     t, q, v, a = run(limiter, TimedTrajectory(SWING, 0.0), 3.0)
     # q and q̇ are the integrals of q̇ and q̈ (trapezoids: q̈ jumps where ṡ does, which
@@ -113,7 +122,7 @@ def test_scaled_reference_is_consistent_and_within_v_max(node):
 
 
 def test_switching_off_mid_trajectory_does_not_jump(node):
-    limiter = speed_limiter.SpeedLimiter(node)
+    limiter = speed_limiter.SpeedLimiter(context_of(node))
     limiter.apply(speed_limiter.configure(values(enable=True, body_regions=['chest']), MODEL))
     _, q, v, _ = run(limiter, TimedTrajectory(SWING, 0.0), 3.0, switch_off_at=0.9)
     step = np.abs(np.diff(q, axis=0)).max()
@@ -122,7 +131,7 @@ def test_switching_off_mid_trajectory_does_not_jump(node):
 
 
 def test_a_new_trajectory_blends_from_the_scaled_reference(node):
-    limiter = speed_limiter.SpeedLimiter(node)
+    limiter = speed_limiter.SpeedLimiter(context_of(node))
     limiter.apply(speed_limiter.configure(values(enable=True, body_regions=['chest']), MODEL))
     reference = TimedTrajectory(SWING, 0.0)
     t, q, v, _ = run(limiter, reference, 0.9)
@@ -188,7 +197,7 @@ def test_a_task_space_stream_is_slowed_to_v_max(node, monkeypatch):
     runs = {}
     for enabled in (True, False):
         space = task_space_on(node, model, enabled, region)
-        monkeypatch.setattr(space.node, 'seconds', lambda: clock[0])   # the node's clock
+        monkeypatch.setattr(space.host, 'seconds', lambda: clock[0])   # the node's clock
         q, v = Q0.copy(), np.zeros(6)
         space.hold(q)
         stream = line_stream(T0)
@@ -228,12 +237,11 @@ def test_a_task_space_stream_is_slowed_to_v_max(node, monkeypatch):
 
 def task_space_on(node, model, enabled, region):
     """A TaskSpace in operational_space with its speed limiter (one contact point: the tip)."""
-    host = TaskNode(model)
-    host.limiter = speed_limiter.SpeedLimiter(node)
+    limiter = speed_limiter.SpeedLimiter(context_of(node))
     config = speed_limiter.configure(values(enable=enabled), model)
     config.scaling.regions[:] = [region]
-    host.limiter.apply(config)
-    space = task_space.TaskSpace(host)
+    limiter.apply(config)
+    space = task_space_of(Host(model), limiter)
     space.apply(task_space.configure({**{p.name: p.default for p in task_space.PARAMS},
                                       'mode': 'operational_space'},
                                      types.SimpleNamespace(model=model, per_joint=None)))

@@ -1,7 +1,7 @@
 """task_space's message handling without DDS: targets in model frames, the streamed velocity.
 
-A stand-in for the DynamicsController carries what TaskSpace reads (model, newest q, parameter
-values) and records what it would publish or count. References: rd.frame_pose of the model (the
+A stand-in host gives TaskSpace its Context (newest q, parameter values) and records what it
+would count or warn. References: rd.frame_pose of the model (the
 transform), scipy's rotations, and the circle's own velocity for the finite difference.
 """
 import types
@@ -14,35 +14,41 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
+from robot_dynamics.nodes.common.context import Context
 from robot_dynamics.nodes.dynamics_controller import task_space
 from robot_dynamics.nodes.common.parameters import ConfigError, check
 
 Q = np.array([0.0, -0.4, 0.0, -2.1, 0.0, 1.7, 0.8])
 
 
-class Node:
-    """What TaskSpace uses of its node, recording warnings and counts."""
+class Host:
+    """What TaskSpace's Context gives it (newest q, parameter values, a settable clock), and
+    what it records (warnings, counts); its publishers publish nowhere."""
 
     def __init__(self, model):
-        self.arm = types.SimpleNamespace(model=model)
-        self.q_last, self.values = Q, {'mode': 'cartesian_impedance', 'nullspace.posture': []}
+        self.model, self.q_last = model, Q
+        self.values = {'mode': 'cartesian_impedance', 'nullspace.posture': []}
         self.warnings, self.counts = [], []
-        self.warn = self.warnings.append
-        self.diagnostics = types.SimpleNamespace(count=self.counts.append)
         self.limiter = types.SimpleNamespace(enabled=False, s=1.0, observe=lambda q, v: None)
 
     def seconds(self):
         """The node's time for intervals (ArmNode.seconds): the wall clock here."""
         return time.monotonic()
 
-    def create_publisher(self, *args):
-        return types.SimpleNamespace(publish=lambda msg: None)
+    def context(self):
+        logger = types.SimpleNamespace(info=lambda *a, **k: None, error=lambda *a, **k: None)
+        return Context('task_space_test', lambda: self.values, logger, self.warnings.append,
+                       None, lambda: self.seconds(), lambda: self.q_last,
+                       types.SimpleNamespace(count=self.counts.append),
+                       lambda *a, **k: types.SimpleNamespace(publish=lambda msg: None),
+                       lambda *a, **k: None, lambda *a, **k: None, lambda timer: None)
 
-    def create_subscription(self, *args):
-        return None
 
-    def get_logger(self):
-        return types.SimpleNamespace(info=lambda *a, **k: None, error=lambda *a, **k: None)
+def task_space_of(host, limiter=None):
+    """A TaskSpace on ``host``'s Context (and its stand-in limiter unless one is given)."""
+    space = task_space.TaskSpace(host.context(), limiter or host.limiter)
+    space.host = host
+    return space
 
 
 @pytest.fixture
@@ -51,7 +57,7 @@ def task():
     values = {p.name: p.default for p in task_space.PARAMS}
     values['mode'] = 'cartesian_impedance'
     arm = types.SimpleNamespace(model=model, per_joint=None)
-    space = task_space.TaskSpace(Node(model))
+    space = task_space_of(Host(model))
     space.apply(task_space.configure(values, arm))
     space.hold(Q)
     return space
@@ -86,10 +92,10 @@ def test_bad_targets_are_rejected_and_counted(task):
     wrench = WrenchStamped()
     wrench.wrench.force.x = float('nan')
     task.on_target_wrench(wrench)
-    assert len(task.node.counts) == 3
-    assert 'unknown frame_id' in task.node.warnings[0]
-    assert 'non-zero quaternion' in task.node.warnings[1]
-    assert 'non-finite' in task.node.warnings[2]
+    assert len(task.host.counts) == 3
+    assert 'unknown frame_id' in task.host.warnings[0]
+    assert 'non-zero quaternion' in task.host.warnings[1]
+    assert 'non-finite' in task.host.warnings[2]
     np.testing.assert_array_equal(task.pose_d, held)
 
 
@@ -102,7 +108,7 @@ def test_a_quaternion_of_huge_components_is_its_rotation_not_a_zero_matrix(task)
     c = np.cos(np.pi / 2)
     np.testing.assert_allclose(task.pose_d[:3, :3], [[1, 0, 0], [0, c, -1], [0, 1, c]],
                                atol=1e-15)
-    assert not task.node.counts
+    assert not task.host.counts
 
 
 def test_a_wrench_in_tip_axes_is_rotated_into_base_axes(task):

@@ -239,9 +239,9 @@ class CollisionMonitor:
     *new* (None otherwise); ``event`` stays latched until ``reset()``.
     """
 
-    def __init__(self, node):
-        self.node, self.detector, self.event, self.reaction = node, None, None, None
-        self.publisher = node.create_publisher(DiagnosticArray, '~/collision', EVENT_QOS)
+    def __init__(self, context):
+        self.context, self.detector, self.event, self.reaction = context, None, None, None
+        self.publisher = context.create_publisher(DiagnosticArray, '~/collision', EVENT_QOS)
         self.publish(None)
 
     def configure(self, found, model, reaction=None):
@@ -267,9 +267,9 @@ class CollisionMonitor:
         return event
 
     def publish(self, event):
-        array = DiagnosticArray(status=[event_status(self.node.get_name(), event,
+        array = DiagnosticArray(status=[event_status(self.context.name, event,
                                                      self.reaction)])
-        array.header.stamp = self.node.get_clock().now().to_msg()
+        array.header.stamp = self.context.clock.now().to_msg()
         if event is not None:   # the joint state's clock, like every other stamp of ours
             array.header.stamp.sec, array.header.stamp.nanosec = divmod(
                 int(round(event.time * 1e9)), 10**9)

@@ -43,6 +43,7 @@ from std_msgs.msg import String
 
 from ...run import LAUNCHER
 from .arm import ArmBuilder
+from .context import Context
 from .joint_states import DESCRIPTION_QOS, state_qos
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
 
@@ -98,6 +99,16 @@ class ArmNode(Node):
             self.get_logger().info('waiting for the robot_description topic')
             self.description = self.create_subscription(
                 String, 'robot_description', self._on_description, DESCRIPTION_QOS)
+
+    def component_context(self, diagnostics, newest_state):
+        """The Context a component of this node is built with (``newest_state()``: q or None).
+
+        Late bound: a component sees the values and the clock the node has when it asks.
+        """
+        return Context(self.get_name(), lambda: self.values, self.get_logger(), self.warn,
+                       self.get_clock(), lambda: self.seconds(), newest_state, diagnostics,
+                       self.create_publisher, self.create_subscription, self.create_timer,
+                       self.destroy_timer)
 
     def seconds(self):
         """The node's time for intervals, s: /clock's under use_sim_time, else monotonic."""

@@ -144,23 +144,24 @@ def warm_up(config, model):
 class SpeedLimiter:
     """The controller's PFL hook: ``sample`` gives the reference on the scaled clock."""
 
-    def __init__(self, node):
-        self.node, self.config = node, None
+    def __init__(self, context):
+        self.context, self.config = context, None
         self.clock = self.reference = self.t_clock = None
         self.task_scaled = False       # a task-space stream is on the clock (task_scale)
         self.state = None              # the last measured (q, v), model order
         self.s_low = 1.0               # lowest s since the last diagnostics
-        self.scale = node.create_publisher(Float64, '~/speed_scaling', 10)
+        self.scale = context.create_publisher(Float64, '~/speed_scaling', 10)
         self.marker_subscribers, self.marker_timer = 0, None
         try:
-            self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1, event_callbacks=(
-                PublisherEventCallbacks(matched=self.on_markers_matched)))
+            self.markers = context.create_publisher(
+                MarkerArray, '~/pfl_markers', 1,
+                event_callbacks=PublisherEventCallbacks(matched=self.on_markers_matched))
         except UnsupportedEventTypeError:   # a middleware without matched events: always paced
             self.marker_subscribers = None
-            self.markers = node.create_publisher(MarkerArray, '~/pfl_markers', 1)
-        self.diagnostics = node.create_publisher(DiagnosticArray, '/diagnostics', 10)
-        self.scale_timer = node.create_timer(IDLE_PERIOD, self.publish_scale)
-        node.create_timer(DIAGNOSTICS_PERIOD, self.publish_diagnostics)
+            self.markers = context.create_publisher(MarkerArray, '~/pfl_markers', 1)
+        self.diagnostics = context.create_publisher(DiagnosticArray, '/diagnostics', 10)
+        self.scale_timer = context.create_timer(IDLE_PERIOD, self.publish_scale)
+        context.create_timer(DIAGNOSTICS_PERIOD, self.publish_diagnostics)
 
     @property
     def s(self):
@@ -195,12 +196,12 @@ class SpeedLimiter:
         matched events (``marker_subscribers`` None) keeps it ticking, as before that event.
         """
         if self.marker_timer is not None:
-            self.node.destroy_timer(self.marker_timer)
+            self.context.destroy_timer(self.marker_timer)
             self.marker_timer = None
         if self.marker_subscribers != 0 and self.config is not None \
                 and self.config.marker_rate > 0:
-            self.marker_timer = self.node.create_timer(1.0 / self.config.marker_rate,
-                                                       self.publish_markers)
+            self.marker_timer = self.context.create_timer(1.0 / self.config.marker_rate,
+                                                          self.publish_markers)
 
     def sample(self, reference, t, q, v):
         """(q_d, q̇_d, q̈_d) at t: a TimedTrajectory on the clock scaled by s, else unscaled.
@@ -308,13 +309,13 @@ class SpeedLimiter:
             if p.speed > p.permissible_speed:
                 level, message = DiagnosticStatus.WARN, f'point {i} ({p.point.frame}) above v_max'
         status = DiagnosticStatus(
-            level=level, name=f'power and force limiting: {self.node.get_name()}',
+            level=level, name=f'power and force limiting: {self.context.name}',
             message=message if points is not None else NO_POINTS if self.config.monitor is None
             else 'no joint states in computed_torque yet',
-            hardware_id=self.node.values['tip'],
+            hardware_id=self.context.values()['tip'],
             values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
-        array.header.stamp = self.node.get_clock().now().to_msg()
+        array.header.stamp = self.context.clock.now().to_msg()
         self.diagnostics.publish(array)
 
     def publish_markers(self):
@@ -323,7 +324,7 @@ class SpeedLimiter:
         if points is None:
             return
         model, (q, _) = self.config.scaling.model, self.state
-        stamp = self.node.get_clock().now().to_msg()
+        stamp = self.context.clock.now().to_msg()
         array = MarkerArray()
         for i, status in enumerate(points):
             ellipsoid, arrow = point_markers(model, q, status, self.config.marker_scale)

@@ -138,20 +138,23 @@ def fill_pose(pose, T):
 
 
 class TaskSpace:
-    """Runtime state of the task-space modes on a DynamicsController: law, target, topics."""
+    """Runtime state of the task-space modes on a DynamicsController: law, target, topics.
 
-    def __init__(self, node):
-        self.node, self.law = node, None
+    Built with the controller's Context and its SpeedLimiter (which scales the streams).
+    """
+
+    def __init__(self, context, limiter):
+        self.context, self.limiter, self.law = context, limiter, None
         self.pose_d, self.wrench_d = None, np.zeros(6)   # base frame; (moment, force) base axes
         self.twist_d, self.twist_until = np.zeros(6), -INF   # (ω, ṗ) base axes; monotonic s
         self.stamp_d = None   # stamp of the last target pose (None: unstamped or held)
         self.path, self.tau = [], None   # the stream's [(stamp, pose)], the target's stamp τ
         self.t_state = None   # the last state's stamp (the scaled clock's time)
         self.posture = None   # the pose at the switch: the default nullspace.posture
-        self.tip_pose = node.create_publisher(PoseStamped, '~/tip_pose', 10)
+        self.tip_pose = context.create_publisher(PoseStamped, '~/tip_pose', 10)
         self.tip_msg, self.tip_published = PoseStamped(), -INF
-        node.create_subscription(PoseStamped, '~/target_pose', self.on_target_pose, 10)
-        node.create_subscription(WrenchStamped, '~/target_wrench', self.on_target_wrench, 10)
+        context.create_subscription(PoseStamped, '~/target_pose', self.on_target_pose, 10)
+        context.create_subscription(WrenchStamped, '~/target_wrench', self.on_target_wrench, 10)
 
     def apply(self, law):
         """Use a newly configured law; the target, wrench and default posture carry over."""
@@ -170,7 +173,7 @@ class TaskSpace:
     def _hold(self, q):
         self.pose_d = rd.frame_pose(self.law.model, q, self.law.frame)
         self.posture = q.copy()
-        if not len(self.node.values['nullspace.posture']):
+        if not len(self.context.values()['nullspace.posture']):
             self.law.posture = q
 
     def control(self, q, v, t):
@@ -180,7 +183,7 @@ class TaskSpace:
         law's unchecked ``torque`` (core/task_control.py) serves them in one compiled call.
         """
         if v is None:
-            raise BadInput(f"{self.node.values['mode']} needs joint velocities")
+            raise BadInput(f"{self.context.values()['mode']} needs joint velocities")
         if self.pose_d is None:
             self._hold(q)
         try:
@@ -192,9 +195,9 @@ class TaskSpace:
         except ValueError as error:
             raise BadInput(str(error)) from None
         if not all_finite(tau):
-            self.node.diagnostics.count('non_finite_commands')
-            self.node.get_logger().error('non-finite task-space torque: holding the measured '
-                                         'pose, publishing g(q)', throttle_duration_sec=1.0)
+            self.context.diagnostics.count('non_finite_commands')
+            self.context.logger.error('non-finite task-space torque: holding the measured '
+                                      'pose, publishing g(q)', throttle_duration_sec=1.0)
             self.hold(q)
             tau = rd.gravity(self.law.model, q)
         self.publish_tip(q, t)
@@ -217,7 +220,7 @@ class TaskSpace:
         ``condition``: the law's κ(Φ), as the cycle computed it.
         """
         self.t_state = t
-        self.node.limiter.observe(q, v)
+        self.limiter.observe(q, v)
         self.law.condition = float(condition)
         self.publish_tip(q, t)
 
@@ -234,18 +237,18 @@ class TaskSpace:
     # -- targets -------------------------------------------------------------------------------
     def frame_transform(self, frame_id):
         """T_base_frame of a message's frame_id at the newest measured pose (BadInput if none)."""
-        model = self.node.arm.model
+        model, q = self.law.model, self.context.newest_state()
         if frame_id in ('', model.base):
             return np.eye(4)
         if frame_id not in model.frame_names:
             raise BadInput(f"unknown frame_id '{frame_id}'; frames of the model: "
                            f"{', '.join(model.frame_names)}")
-        if self.node.q_last is None:
+        if q is None:
             raise BadInput(f"frame_id '{frame_id}' moves with the arm: needs a joint state first")
-        return rd.frame_pose(model, self.node.q_last, frame_id)
+        return rd.frame_pose(model, q, frame_id)
 
     def accepting(self, what):
-        if self.law is None or self.node.q_last is None:
+        if self.law is None or self.context.newest_state() is None:
             raise BadInput(f'{what} needs mode {" or ".join(MODES)} and joint states')
 
     def on_target_pose(self, msg):
@@ -257,13 +260,13 @@ class TaskSpace:
             return
         self.stream(pose_d, seconds(msg.header.stamp) or None)
         p = np.round(pose_d[:3, 3], 4).tolist()
-        self.node.get_logger().info(f'target_pose: tip to {p} m (base frame)',
-                                    throttle_duration_sec=1.0)
+        self.context.logger.info(f'target_pose: tip to {p} m (base frame)',
+                                 throttle_duration_sec=1.0)
 
     def stream(self, pose_d, stamp):
         """A new target: ẋ_d of a stream of stamped targets (module docstring), else a jump."""
         dt = None if stamp is None or self.stamp_d is None else stamp - self.stamp_d
-        limiter = self.node.limiter
+        limiter = self.limiter
         on_time = not limiter.enabled and limiter.s == 1.0 and self.tau is not None and \
             bool(self.path) and self.tau >= self.path[-1][0]
         if dt == 0.0 and self.path:   # the same instant again: the stream's velocity stands
@@ -273,7 +276,7 @@ class TaskSpace:
             self.path = [(stamp, pose_d)]
         else:
             self.twist_d = rd.pose_error(pose_d, self.path[-1][1]) / dt
-            self.twist_until = self.node.seconds() + 2.0 * dt
+            self.twist_until = self.context.seconds() + 2.0 * dt
             self.path.append((stamp, pose_d))
         self.stamp_d = stamp
         if on_time:   # the newest pose is the target (else target() moves it on the clock)
@@ -286,12 +289,12 @@ class TaskSpace:
         Module docstring; ẍ_d (None: not scaled) = s² ẍ_n + ṡ ẋ_n of the nominal ẋ_n, ẍ_n.
         """
         dt, self.t_state = (0.0 if self.t_state is None else max(t - self.t_state, 0.0)), t
-        limiter = self.node.limiter
+        limiter = self.limiter
         late = self.late()
         if not self.scaled():
             limiter.observe(q, v)
             return self.pose_d, self.target_twist(), None
-        streaming = self.node.seconds() < self.twist_until
+        streaming = self.context.seconds() < self.twist_until
         s_before = limiter.s
         nominal = self.nominal_twist() if streaming or late else np.zeros(6)
         s = limiter.task_scale(q, v, self.law.frame, nominal, dt)
@@ -314,7 +317,7 @@ class TaskSpace:
 
     def scaled(self):
         """Whether the target moves on PFL's scaled clock: a stream behind, or PFL on for one."""
-        return self.late() or (self.node.limiter.enabled and len(self.path) > 1)
+        return self.late() or (self.limiter.enabled and len(self.path) > 1)
 
     def nominal_twist(self):
         """The faster of ẋ_n at τ and the next segment's (ẍ_d carries the target towards it)."""
@@ -335,7 +338,7 @@ class TaskSpace:
 
     def target_twist(self):
         """ẋ_d while a stream of targets lasts, else None (zero)."""
-        return self.twist_d if self.node.seconds() < self.twist_until else None
+        return self.twist_d if self.context.seconds() < self.twist_until else None
 
     def on_target_wrench(self, msg):
         w = msg.wrench
@@ -351,15 +354,16 @@ class TaskSpace:
         self.wrench_d = np.concatenate([R @ wrench[:3], R @ wrench[3:]])
 
     def reject(self, text):
-        self.node.diagnostics.count('rejected_references')
-        self.node.warn(text)
+        self.context.diagnostics.count('rejected_references')
+        self.context.warn(text)
 
     def health(self):
         """(warning or None, /diagnostics values): κ(J M⁻¹ Jᵀ) and the pose error at q_last."""
-        if self.law is None or self.pose_d is None or self.node.q_last is None:
+        q = self.context.newest_state()
+        if self.law is None or self.pose_d is None or q is None:
             return None, {}
         condition = self.law.condition
-        tip = rd.frame_pose(self.law.model, self.node.q_last, self.law.frame)
+        tip = rd.frame_pose(self.law.model, q, self.law.frame)
         error = rd.pose_error(self.pose_d, tip)
         values = {'task_condition_number': f'{condition:.4g}',
                   'task_position_error_mm': round(1e3 * float(np.linalg.norm(error[3:])), 4),

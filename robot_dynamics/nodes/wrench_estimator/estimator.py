@@ -80,7 +80,8 @@ class WrenchEstimator(ManagedArmNode):
         # after a hiccup rather than skipping some (which costs accuracy)
         self.subscribe_joint_states(10)
         self.create_service(Trigger, '~/tare', self.on_tare)
-        self.collision = contact_safety.CollisionMonitor(self)
+        self.collision = contact_safety.CollisionMonitor(
+            self.component_context(self.diagnostics, lambda: self.q_last))
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.payload_topic = payload.subscribe(self)
         self.start()

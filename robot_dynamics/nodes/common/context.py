@@ -1,0 +1,25 @@
+"""What a feature of a node may use of the node: the context a component is built with.
+
+A component (the task-space modes, power and force limiting, ...) gets a ``Context``, never the
+node: the node's name and parameter values, its logger and clock, factories for the
+component's own topics and timers, the node's counters, and the newest accepted joint state.
+So a component cannot reach into the node, and a test builds one without a node.
+"""
+import dataclasses
+from typing import Any, Callable
+
+
+@dataclasses.dataclass(frozen=True)
+class Context:
+    name: str                        # the node's name
+    values: Callable[[], dict]       # the parameter values in force
+    logger: Any                      # rclpy logger
+    warn: Callable[[str], None]      # a warning, throttled per text
+    clock: Any                       # the node's rclpy Clock (/clock under use_sim_time)
+    seconds: Callable[[], float]     # the node's time for intervals, s
+    newest_state: Callable[[], Any]  # q of the newest accepted joint state (None: none yet)
+    diagnostics: Any                 # the node's counters (Diagnostics.count)
+    create_publisher: Callable
+    create_subscription: Callable
+    create_timer: Callable
+    destroy_timer: Callable
