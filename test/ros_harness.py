@@ -116,8 +116,13 @@ def warm_numba_cache():
 
 
 def module_finished():
-    """After a test module: the topics its probe still recorded (stopped now), [] if none."""
-    return [] if _session is None else _session.probe.stop_all_recording()
+    """After a test module: the topics its probe still recorded, [] if none.
+
+    Those recorders stop now, and the module's service clients go too: each is two endpoints
+    that every participant joining later must discover, and a session's worth of them made
+    discovery slow enough for a new node's first service calls to go unanswered.
+    """
+    return [] if _session is None else _session.probe.clear()
 
 
 def session():
@@ -301,6 +306,14 @@ class Probe(Node):
         for subscription in left:
             self.in_executor(self.destroy_subscription, subscription)
         return [s.topic_name for s in left]
+
+    def clear(self):
+        """Destroy what a test module left: recorders (their topics returned) and clients."""
+        left = self.stop_all_recording()
+        for client in self.clients_.values():
+            self.in_executor(self.destroy_client, client)
+        self.clients_.clear()
+        return left
 
     def stop_recording(self, *recorders):
         """Destroy the recorders' subscriptions, in the executor's thread.

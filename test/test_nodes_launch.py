@@ -101,7 +101,7 @@ def test_launch_files_name_existing_executables_files_and_parameters(launch_stub
         assert kwargs['package'] == bringup.PACKAGE
         executable = kwargs['executable']
         assert executable in bringup.EXECUTABLES
-        assert f'{executable} = robot_dynamics.nodes.{executable}:main' in console_scripts
+        assert f'{executable} = robot_dynamics.nodes.{executable}.' in console_scripts
         assert callable(importlib.import_module(f'robot_dynamics.nodes.{executable}').main)
         params_file, inline = kwargs['parameters']
         raw = yaml.safe_load(pathlib.Path(params_file).read_text())

@@ -22,8 +22,11 @@ Q = np.array([0.0, -0.4, 0.0, -2.1, 0.0, 1.7, 0.8])
 
 
 class Host:
-    """What TaskSpace's Context gives it (newest q, parameter values, a settable clock), and
-    what it records (warnings, counts); its publishers publish nowhere."""
+    """What TaskSpace's Context gives it, and what it records.
+
+    It gives the newest q, the parameter values and a clock a test may set; it records
+    warnings and counts; its publishers publish nowhere.
+    """
 
     def __init__(self, model):
         self.model, self.q_last = model, Q

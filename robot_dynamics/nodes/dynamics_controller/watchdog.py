@@ -43,7 +43,7 @@ class StateWatchdog:
             self.schedule(now, self.timeout)
 
     def check(self):
-        """The stale check (module docstring), due when state_timeout runs out."""
+        """Look for a state loss when state_timeout runs out; see the module docstring."""
         if not self.commanding:
             self.timer.cancel()
             return
