@@ -41,6 +41,9 @@ def joint_state(k, names=('j1', 'j2', 'j3'), effort=True, velocity=True, stamp=N
     return msg
 
 
+STARTED = []   # the record_joint_states processes the running test started
+
+
 class Recorder:
     """A record_joint_states process writing ``output``, with its log."""
 
@@ -53,6 +56,7 @@ class Recorder:
             argv += ['-p', p]
         self.process = subprocess.Popen(argv, env=ros.env, stdout=open(self.log_path, 'w'),
                                         stderr=subprocess.STDOUT)
+        STARTED.append(self.process)
 
     def log(self):
         return self.log_path.read_text()
@@ -76,6 +80,17 @@ class Recorder:
 @pytest.fixture(scope='module')
 def ros():
     return session()
+
+
+@pytest.fixture(autouse=True)
+def no_recorder_outlives_its_test():
+    """A test that fails before its recorder's stop leaves no process behind."""
+    yield
+    while STARTED:
+        process = STARTED.pop()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
 
 
 @pytest.fixture
