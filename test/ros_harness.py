@@ -369,12 +369,14 @@ class Probe(Node):
             f'{publisher.get_subscription_count()} subscriptions, the recorder '
             f'{recorder.subscription.get_publisher_count()} publishers')
 
-    def call(self, srv_type, service, request, timeout=10.0, retry=2.0):
+    def call(self, srv_type, service, request, timeout=30.0, retry=2.0):
         """The service's response, the request sent again every ``retry`` s until ``timeout``.
 
         A client made for an earlier node of the same name sees the service as available while
         that node's ghost is still discovered, and a request sent before the new server has
         matched the client's response reader is lost; the parameter services are idempotent.
+        Late in the whole suite a new node took 11.2 s to answer its first call (discovery
+        repaired at Fast DDS's 3 s heartbeats), against milliseconds in a fresh process.
         """
         client = self.clients_.get(service)
         if client is None:

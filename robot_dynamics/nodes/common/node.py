@@ -314,6 +314,15 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
         """Forget the configuration built from the model (a cleanup)."""
         raise NotImplementedError
 
+    def destroy_node(self):
+        """Destroy the node, its lifecycle state machine included.
+
+        rclpy's state machine holds the node's handle and its destroy_node leaves it: the node
+        and its transition_event publisher would stay in the ROS graph as long as the process.
+        """
+        self._state_machine.destroy_when_not_in_use()
+        super().destroy_node()
+
 
 def executor():
     """rclpy's C++ events executor where available (Kilted), else the SingleThreadedExecutor.
