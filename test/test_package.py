@@ -183,3 +183,25 @@ def test_ros2_control_effort_controllers_take_our_commands(name, controller_type
                           **parameters}
     controller_source = (PACKAGE / 'nodes' / 'dynamics_controller' / 'controller.py').read_text()
     assert "'effort_controller/commands'" in controller_source
+
+
+NODE_MODULES = {'dynamics_controller': 'controller', 'wrench_estimator': 'estimator',
+                'arm_simulator': 'simulator'}
+
+
+@pytest.mark.parametrize('folder, node', NODE_MODULES.items())
+def test_no_component_imports_its_node(folder, node):
+    """A node's folder: the node module is glue; its components never import it (or a node)."""
+    for path in sorted((PACKAGE / 'nodes' / folder).glob('*.py')):
+        if path.stem in {node, '__init__', '__main__'}:
+            continue
+        imported = set()
+        for statement in ast.walk(ast.parse(path.read_text())):
+            if isinstance(statement, ast.ImportFrom):
+                imported.add(statement.module or '')
+                imported.update(f'{statement.module or ""}.{a.name}' for a in statement.names)
+            elif isinstance(statement, ast.Import):
+                imported.update(a.name for a in statement.names)
+        nodes = {name for name in imported
+                 if name.split('.')[-1] in set(NODE_MODULES.values()) | {'node'}}
+        assert not nodes, f'{path.name} imports {nodes}'

@@ -125,6 +125,31 @@ class CommandCycle:
         return q, v if info[COUNTS + 1] else None, effort if info[COUNTS + 2] else None
 
 
+def choose(config, model, reader, output, order):
+    """The CommandCycle of a controller's Config (configuration.py), None where it cannot serve.
+
+    It serves gravity compensation (without friction compensation), computed torque (without
+    the integral term) and the task-space modes (a law that does not refuse singular poses) on
+    a model without mimic joints, on an arm that does not add its own gravity compensation.
+    ``reader`` is the node's CdrJointStateReader, ``output`` its CommandOutput (the buffers).
+    """
+    if model.mimic or config.profile.compensates_gravity:
+        return None
+    gravity, ct, task = config.gravity_compensation, config.computed_torque, config.task
+    if task is not None:
+        if not (task.singular_damping > 0.0 or task.singular_cutoff > 0.0):
+            return None
+        law, control = TASK, task
+    elif config.mode == 'gravity_compensation' and not gravity.friction_compensation:
+        law, control = GRAVITY, gravity
+    elif config.mode == 'computed_torque' and not ct.ki.any():
+        law, control = COMPUTED_TORQUE, ct
+    else:
+        return None
+    return CommandCycle(law, control, reader, config.effort_limits, order, output.tau_last,
+                        output.writer.data, output.clamped)
+
+
 def warm_up(model, joint_names, effort_limits, order):
     """Compile (or load) the kernels: a state of zeros through every law, arrays typed as in use."""
     from robot_dynamics.core.control import ComputedTorque, GravityCompensation

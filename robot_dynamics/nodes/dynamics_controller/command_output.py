@@ -67,6 +67,10 @@ class CommandOutput:
         command = self.config.profile.command(q, tau)
         return np.array_equal(self.tau_last, clamp_effort(command, self.config.effort_limits)[0])
 
+    def unlimit(self):
+        """The next command goes out unlimited by max_effort_rate (a stop's final command)."""
+        self.published_at = None
+
     def effort_step(self, now, stamp):
         """The rate limit's largest step of a command published at ``now`` from the last one."""
         if self.published_at is None:

@@ -1,20 +1,16 @@
 """dynamics_controller: gravity compensation, computed torque and task-space control.
 
 One std_msgs/Float64MultiArray on effort_controller/commands (``joints`` order, what ros2_control's
-JointGroupEffortController consumes) per accepted joint state. This module owns the node: its
-parameters (``DynamicsController.PARAMS``), the joint-state and reference callbacks, the rate
-limit and clamp of every command, the stale-state ramp and the final command on a stop. The
-control laws are robot_dynamics.core.control and core.task_control; the reference tracked
-(reference), power and force limiting (speed_limiter), the task-space modes (task_space) and
-the loop's health (loop_health) are modules of their own here, contact safety and the payload
-modules of nodes.common.
+JointGroupEffortController consumes) per accepted joint state. This module is the node: its
+callbacks and its cycle per state, glue around its components, modules of their own here:
+configuration (parameters -> Config), reference, command_output (rate limit, clamp,
+publication), watchdog (state loss, final command), reactions (collision, unstable loop),
+task_space, speed_limiter (PFL), command_cycle (the compiled path); contact_safety and payload
+are nodes.common's. The control laws are robot_dynamics.core.control and core.task_control.
 Behaviour, topics and parameters: doc/nodes/dynamics_controller.md.
 """
-import dataclasses
-import math
 import time
 
-import numpy as np
 from builtin_interfaces.msg import Time
 from rclpy.duration import Duration
 from sensor_msgs.msg import JointState
@@ -23,72 +19,26 @@ from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory as JointTrajectoryMsg
 
 import robot_dynamics as rd
-from robot_dynamics.core.control import ComputedTorque, GravityCompensation, VelocityFilter
-from robot_dynamics.core.limits import limit_command
-from robot_dynamics.core.collision import Comply, Reaction
+from robot_dynamics.core.control import VelocityFilter
+from robot_dynamics.core.collision import Reaction
 
-from ..common import cdr, contact_safety, payload, profiles
-from ..common.cdr import CdrJointStateReader, Float64MultiArrayWriter
+from ..common import cdr, contact_safety, payload
+from ..common.cdr import CdrJointStateReader
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
 from ..common.node import ManagedArmNode, main as run_node
-from ..common.parameters import ConfigError
 from ..common.schema import load
-from . import command_cycle, speed_limiter, task_space
-from .command_cycle import CommandCycle
+from . import command_cycle, configuration, speed_limiter, task_space
 from .command_output import CommandOutput
-from .loop_health import LoopHealth, comply_damping, natural_frequency
+from .configuration import COMPUTED_TORQUE, GRAVITY_COMPENSATION
+from .reactions import Reactions
 from .reference import Reference, trajectory_from_msg, within_limits
-from .watchdog import STALE_TICK, StateWatchdog
+from .watchdog import StateWatchdog
 
-GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
 STOP_RAMP = 1.0          # s: longest ramp to the final command on a graceful stop
 ACK_WAIT = 1.0           # s: longest wait for the final command's acknowledgements
-BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
             'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
-
-
-@dataclasses.dataclass(frozen=True)
-class Config:
-    mode: str
-    gravity_compensation: GravityCompensation
-    computed_torque: ComputedTorque
-    effort_limits: np.ndarray         # model order, inf where unlimited
-    max_effort_rate: float            # N m/s
-    profile: profiles.Profile         # what the command and the efforts mean on this arm
-    safety: contact_safety.Safety
-    task: object = None               # the task-space law of a task-space mode (task_space)
-    pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
-    velocity_filter_cutoff: float = 0.0       # Hz, 0: the control laws get the measured q̇
-
-
-def joint_gains(values, arm):
-    """Computed torque's (kp, kd) in model order (the schema refuses negative ones).
-
-    They are accelerations per error (1/s², 1/s), so one default fits every arm: empty kp is
-    BANDWIDTH² (400) for every joint, empty kd 2 √kp (critically damped: 40 by default).
-    """
-    kp = (arm.per_joint(values, 'kp') if len(values['kp'])
-          else np.full(arm.model.nv, BANDWIDTH ** 2))
-    kd = arm.per_joint(values, 'kd') if len(values['kd']) else 2.0 * np.sqrt(kp)
-    return kp, kd
-
-
-def integral_gains(values, arm, limits):
-    """(ki, integral_limit) in model order (the schema refuses negative ones)."""
-    ki = arm.per_joint(values, 'ki') if len(values['ki']) else 0.0
-    limit = arm.per_joint(values, 'integral_limit') if len(values['integral_limit']) else limits
-    return ki, limit
-
-
-def check_model(model):
-    """ConfigError unless g(q) and M(q) are finite and M(q) positive definite at a mid pose."""
-    q = model.neutral_position
-    ok, smallest = inertia_health(rd.mass_matrix(model, q))
-    if not ok or not np.isfinite(rd.gravity(model, q)).all():
-        raise ConfigError(f'the model (with its payload) is not physical: smallest eigenvalue of '
-                          f'M(q) {smallest:.3g} at q = {q.tolist()}')
 
 
 class DynamicsController(ManagedArmNode):
@@ -120,30 +70,13 @@ class DynamicsController(ManagedArmNode):
         self.limiter = speed_limiter.SpeedLimiter(context)
         self.task = task_space.TaskSpace(context, self.limiter)
         self.identification = payload.PayloadService(self)
-        self.collision = contact_safety.CollisionMonitor(context)
-        self.loop = LoopHealth()
-        self.settle = None   # the law while the loop is latched unstable (loop_health)
-        self.observer = self.velocity_filter = None
+        self.reactions = Reactions(context)
+        self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.start()
 
     # -- configuration -------------------------------------------------------------------------
-    def configure(self, values, arm):
-        check_model(arm.model)
-        limits = arm.model.effort_limit
-        if len(values['effort_limits']):
-            limits = arm.per_joint(values, 'effort_limits')
-        kp, kd = joint_gains(values, arm)
-        ct = ComputedTorque(arm.model, kp, kd, *integral_gains(values, arm, limits))
-        gravity = GravityCompensation(arm.model, values['friction_compensation'],
-                                      values['friction_deadband'])
-        safety = contact_safety.configure(values, arm, limits)
-        return Config(values['mode'], gravity, ct, np.array(limits),
-                      float(values['max_effort_rate']), profiles.profile(values, arm),
-                      safety, task_space.configure(values, arm),
-                      speed_limiter.configure(values, arm.model,
-                                              speed_limiter.contact_drive(values, kp, kd)),
-                      float(values['velocity_filter_cutoff']))
+    configure = staticmethod(configuration.configure)   # the parameters' Config (ArmNode)
 
     def apply(self, config):
         self.task.apply(config.task)
@@ -165,64 +98,15 @@ class DynamicsController(ManagedArmNode):
             'position', 'velocity') + (('effort',) if detecting else ()))
         self.output.apply(config, self.arm.model, self.arm.order)
         self.identification.configure(self.values, self.arm, config.profile)
-        self.configure_detection(config.safety)
-        self.cycle = self.compiled_cycle(config)
+        self.reactions.configure(config.safety, self.arm.model, self.values['state_timeout'])
+        plain_only = not self.values['fast_path'] or self.reactions.observer is not None \
+            or self.velocity_filter is not None
+        self.cycle = None if plain_only else command_cycle.choose(
+            config, self.arm.model, self.reader, self.output, self.arm.order)
         self.watchdog.configure(self.values['state_timeout'])
 
-    def compiled_cycle(self, config):
-        """The CommandCycle for this configuration on the fast path, None where it cannot serve.
-
-        It serves gravity compensation (without friction compensation), computed torque
-        (without the integral term) and the task-space modes (a law that does not refuse
-        singular poses) on a model without mimic joints, an arm that does not add its own
-        gravity compensation, without collision detection or a velocity filter.
-        """
-        if not self.values['fast_path'] or self.arm.model.mimic \
-                or config.profile.compensates_gravity or self.observer is not None \
-                or self.velocity_filter is not None:
-            return None
-        gravity, ct, task = config.gravity_compensation, config.computed_torque, config.task
-        if task is not None:
-            if not (task.singular_damping > 0.0 or task.singular_cutoff > 0.0):
-                return None
-            law, control = command_cycle.TASK, task
-        elif config.mode == GRAVITY_COMPENSATION and not gravity.friction_compensation:
-            law, control = command_cycle.GRAVITY, gravity
-        elif config.mode == COMPUTED_TORQUE and not ct.ki.any():
-            law, control = command_cycle.COMPUTED_TORQUE, ct
-        else:
-            return None
-        out = self.output
-        return CommandCycle(law, control, self.reader, config.effort_limits, self.arm.order,
-                            out.tau_last, out.writer.data, out.clamped)
-
     def warm_up(self):
-        q = self.arm.model.neutral_position
-        zero = np.zeros_like(q)
-        self.config.gravity_compensation(q, zero)
-        self.config.computed_torque(q, zero, q, zero, zero)
-        self.config.profile.command(q, zero)
-        task_space.warm_up(self.arm.model)
-        contact_safety.warm_up(self.config.safety)
-        speed_limiter.warm_up(self.config.pfl, self.arm.model)
-        cdr.warm_up(self.arm.model.joint_names)
-        if self.cycle is not None:
-            command_cycle.warm_up(self.arm.model, self.arm.model.joint_names,
-                                  self.config.effort_limits, self.arm.order)
-        limit_command(zero, zero.copy(), math.inf, self.config.effort_limits, self.arm.order,
-                      Float64MultiArrayWriter(len(q)).data, np.zeros(len(q), bool))
-
-    def configure_detection(self, safety):
-        """The observer and detector for ``collision.*`` (observer None when off)."""
-        self.collision.configure(safety.detection, self.arm.model, safety.reaction)
-        timeout = min(self.values['state_timeout'], safety.max_gap)
-        if safety.detection is None:
-            self.observer = None
-        elif self.observer is None:
-            self.observer = contact_safety.ResidualObserver(self.arm.model, safety.observer_gain,
-                                                            timeout)
-        else:
-            self.observer.configure(self.arm.model, safety.observer_gain, timeout)
+        configuration.warm_up(self.config, self.arm, compiled=self.cycle is not None)
 
     def clear(self):
         """A cleanup: the model's configuration and the state it was tracking are gone."""
@@ -245,14 +129,15 @@ class DynamicsController(ManagedArmNode):
     def run_cycle(self, data):
         """The state through the compiled cycle, if it serves it; False: it left it untouched.
 
-        It serves a state while commanding in its configuration (``compiled_cycle``), with no
+        It serves a state while commanding in its configuration (``command_cycle.choose``), with no
         collision latched and no trajectory or task target on PFL's scaled clock, stamped in
         order; it does what ``on_state`` does for such a state.
         """
         cycle, limiter = self.cycle, self.limiter
         header = cdr.header_stamp(data)
-        if cycle is None or not self.watchdog.commanding or self.reaction() is not Reaction.NONE \
-                or limiter.enabled or limiter.reference is not None or header is None:
+        if cycle is None or not self.watchdog.commanding or header is None \
+                or self.reactions.reaction() is not Reaction.NONE \
+                or limiter.enabled or limiter.reference is not None:
             return False
         received = time.perf_counter()   # wall time: this process's compute time per state
         sec, nanosec = header
@@ -345,18 +230,13 @@ class DynamicsController(ManagedArmNode):
         if self.reference.current is None:
             self.reference.hold(q)
 
-    def measured_effort(self, q, effort):
-        """The joint torques the arm measured (model order), from joint_states' effort."""
-        return self.config.profile.joint_torque(q, effort)
-
     def detect_collision(self, q, v, effort, t):
         """One observer and detector sample; on a new collision, start the reaction."""
-        if self.observer is None:
+        if self.reactions.observer is None:
             return
         if v is None or effort is None:
             raise BadInput('collision detection needs velocity and effort for every joint')
-        residual = self.observer.update(t, q, v, self.measured_effort(q, effort))
-        event = self.collision.update(t, residual, q)
+        event = self.reactions.detect(t, q, v, self.config.profile.joint_torque(q, effort))
         if event is None:
             return
         self.diagnostics.count('collisions')
@@ -367,24 +247,12 @@ class DynamicsController(ManagedArmNode):
         self.get_logger().error(f'{event}; reaction: {reaction.value}'
                                 + ('' if reaction is Reaction.NONE else ' until ~/reset'))
 
-    def reaction(self):
-        """The reaction in force: COMPLY while the loop is latched unstable, else the collision's.
-
-        The unstable loop: nodes.loop_health; the collision's: while one is latched.
-        """
-        if self.loop.unstable is not None:
-            return Reaction.COMPLY
-        if self.collision.event is None:
-            return Reaction.NONE
-        return self.config.safety.reaction
-
     def control(self, q, v, t):
         if self.velocity_filter is not None and v is not None:
             v = self.velocity_filter(v, t)
-        reaction = self.reaction()
+        reaction = self.reactions.reaction()
         if reaction is Reaction.COMPLY:
-            comply = self.settle if self.loop.unstable is not None else self.config.safety.comply
-            return (comply or self.config.gravity_compensation)(q, v)
+            return (self.reactions.comply() or self.config.gravity_compensation)(q, v)
         if self.config.mode == GRAVITY_COMPENSATION and reaction is not Reaction.STOP:
             return self.config.gravity_compensation(q, v)
         if self.config.task is not None and reaction is not Reaction.STOP:
@@ -445,33 +313,28 @@ class DynamicsController(ManagedArmNode):
         self.reference.stream(setpoint)
 
     def tracking(self, what):
+        """True if a reference (``what``) can be taken now; else counted and said why not."""
         if not self.active:
-            self.diagnostics.count('rejected_references')
-            self.warn(f'{what} ignored: the controller is not active (lifecycle)')
-            return False
-        if self.config is None or self.config.mode != COMPUTED_TORQUE or self.q_last is None:
-            self.diagnostics.count('rejected_references')
-            self.warn(f'{what} ignored: tracking needs mode computed_torque and joint states')
-            return False
-        if self.reaction() is not Reaction.NONE:
-            self.diagnostics.count('rejected_references')
-            self.warn(f'{what} ignored: stopped by a collision until ~/reset')
-            return False
-        return True
+            reason = 'the controller is not active (lifecycle)'
+        elif self.config is None or self.config.mode != COMPUTED_TORQUE or self.q_last is None:
+            reason = 'tracking needs mode computed_torque and joint states'
+        elif self.reactions.reaction() is not Reaction.NONE:
+            reason = 'stopped by a collision until ~/reset'
+        else:
+            return True
+        self.diagnostics.count('rejected_references')
+        self.warn(f'{what} ignored: {reason}')
+        return False
 
     def on_reset(self, request, response):
         """~/reset: clear a latched collision; tracking resumes holding the current position."""
-        unstable = self.loop.unstable
-        self.loop.reset()
-        event = self.collision.reset() or unstable
-        if event is None:
-            response.success, response.message = True, 'no collision latched'
-            return response
-        if self.q_last is not None:
-            self.hold()
-        response.success = True
-        response.message = f'reset after {event}: holding the current position'
-        self.get_logger().info(response.message)
+        event = self.reactions.reset()
+        response.success, response.message = True, 'no collision latched'
+        if event is not None:
+            if self.q_last is not None:
+                self.hold()
+            response.message = f'reset after {event}: holding the current position'
+            self.get_logger().info(response.message)
         return response
 
     # -- outputs -------------------------------------------------------------------------------
@@ -496,16 +359,7 @@ class DynamicsController(ManagedArmNode):
         """
         if not self.watchdog.commanding or self.config is None:
             return
-        # wall time: the process must end even if /clock stopped (the ramp's Δt is the node's
-        # time, so under use_sim_time without /clock the final command comes after STOP_RAMP)
-        deadline = time.monotonic() + STOP_RAMP
-        while not self.ramp_to_final():
-            if time.monotonic() > deadline:
-                self.output.published_at = None   # no rate limit: the final command at once
-                self.ramp_to_final()
-                break
-            time.sleep(STALE_TICK)
-        self.watchdog.stop()
+        self.watchdog.ramp_down(STOP_RAMP, self.output.unlimit)
         self.publisher.wait_for_all_acked(Duration(seconds=ACK_WAIT))
         self.get_logger().info('stopping: published the final gravity compensation command for '
                                'the last pose')
@@ -527,31 +381,10 @@ class DynamicsController(ManagedArmNode):
         warning, task = self.task.health()
         if warning and level == OK:
             level, message = WARN, warning
-        loop_level, loop_message, loop = self.loop_health()
-        if loop_level > level:
-            level, message = loop_level, loop_message
-        if self.collision.event is not None:
-            reaction = self.config.safety.reaction
-            level = WARN if reaction is Reaction.NONE else ERROR
-            message = f'{self.collision.event} (reaction: {reaction.value})'
-        return level, message, {'mode': self.values['mode'], **values, **task, **loop,
-                                **self.collision.health()}
-
-    def loop_health(self):
-        """nodes.loop_health's check of this report; the instability is logged when latched."""
-        was = self.loop.unstable
-        counts = self.diagnostics.counts
-        result = self.loop.check(
-            natural_frequency(self.config.mode, self.config.computed_torque, self.task.law),
-            self.diagnostics.last_rate, self.loop.ages(self.diagnostics.latency, 1),
-            counts['commands'], counts['clamped_commands'] + counts['rate_limited_commands'])
-        if self.loop.unstable is not None and was is None:
-            model, delay = self.arm.model, self.loop.delay or 0.0
-            self.settle = Comply(model, comply_damping(rd.mass_matrix(model, self.q_last), delay))
-            self.get_logger().error(f'{self.loop.unstable}: complying (gravity compensation '
-                                    f'plus joint damping for a {1e3 * delay:.1f} ms delay) '
-                                    f'until ~/reset')
-        return result
+        level, message, reactions = self.reactions.health(
+            level, message, self.config, self.task.law, self.diagnostics, self.arm.model,
+            self.q_last, self.get_logger().error)
+        return level, message, {'mode': self.values['mode'], **values, **task, **reactions}
 
 
 def main(args=None):

@@ -6,8 +6,10 @@ state and the timer ticks at 1 / state_timeout instead of every STALE_TICK. A ch
 more than LATE after it was due finds this process itself descheduled: it lets the states queued
 meanwhile in first. Past the deadline it ramps, a rate-limited step every STALE_TICK, to the
 final command (gravity compensation for the last pose), then stops commanding until states
-return.
+return. On a graceful stop, ``ramp_down`` ramps there at once.
 """
+import time
+
 STALE_TICK = 0.02   # s: the check's period once states are overdue (the ramp)
 LATE = 0.08         # s: a check this late: this process itself did not run
 
@@ -57,6 +59,22 @@ class StateWatchdog:
             return
         self.stop()
         self.stopped()
+
+    def ramp_down(self, longest, unlimit):
+        """Ramp to the final command now, for at most ``longest`` s, then stop commanding.
+
+        Wall time: the process must end even if /clock stopped (the ramp's Δt is the node's
+        time, so under use_sim_time without /clock the final command comes after ``longest``,
+        sent at once after ``unlimit()``).
+        """
+        deadline = time.monotonic() + longest
+        while not self.ramp():
+            if time.monotonic() > deadline:
+                unlimit()
+                self.ramp()
+                break
+            time.sleep(STALE_TICK)
+        self.stop()
 
     def stop(self):
         self.commanding = False

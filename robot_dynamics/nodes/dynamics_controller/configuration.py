@@ -1,0 +1,102 @@
+"""The controller's configuration: its parameters' values and the arm made into control laws.
+
+``configure(values, arm)`` is a pure function: the validated parameter values (the schema,
+parameters.yaml) and the loaded arm (nodes.common.arm) in, a frozen ``Config`` out, or a
+ConfigError naming what to fix. The node applies a Config whole (controller.py).
+"""
+import dataclasses
+import math
+
+import numpy as np
+
+import robot_dynamics as rd
+from robot_dynamics.core.control import ComputedTorque, GravityCompensation
+from robot_dynamics.core.limits import limit_command
+
+from ..common import cdr, contact_safety, profiles
+from ..common.cdr import Float64MultiArrayWriter
+from ..common.diagnostics import inertia_health
+from ..common.parameters import ConfigError
+from . import command_cycle, speed_limiter, task_space
+
+GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
+BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    mode: str
+    gravity_compensation: GravityCompensation
+    computed_torque: ComputedTorque
+    effort_limits: np.ndarray         # model order, inf where unlimited
+    max_effort_rate: float            # N m/s
+    profile: profiles.Profile         # what the command and the efforts mean on this arm
+    safety: contact_safety.Safety
+    task: object = None               # the task-space law of a task-space mode (task_space)
+    pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
+    velocity_filter_cutoff: float = 0.0       # Hz, 0: the control laws get the measured q̇
+
+
+def configure(values, arm):
+    """The Config of these parameter values on this arm (ConfigError if it cannot be built)."""
+    check_model(arm.model)
+    limits = arm.model.effort_limit
+    if len(values['effort_limits']):
+        limits = arm.per_joint(values, 'effort_limits')
+    kp, kd = joint_gains(values, arm)
+    ct = ComputedTorque(arm.model, kp, kd, *integral_gains(values, arm, limits))
+    gravity = GravityCompensation(arm.model, values['friction_compensation'],
+                                  values['friction_deadband'])
+    safety = contact_safety.configure(values, arm, limits)
+    return Config(values['mode'], gravity, ct, np.array(limits),
+                  float(values['max_effort_rate']), profiles.profile(values, arm),
+                  safety, task_space.configure(values, arm),
+                  speed_limiter.configure(values, arm.model,
+                                          speed_limiter.contact_drive(values, kp, kd)),
+                  float(values['velocity_filter_cutoff']))
+
+
+def joint_gains(values, arm):
+    """Computed torque's (kp, kd) in model order (the schema refuses negative ones).
+
+    They are accelerations per error (1/s², 1/s), so one default fits every arm: empty kp is
+    BANDWIDTH² (400) for every joint, empty kd 2 √kp (critically damped: 40 by default).
+    """
+    kp = (arm.per_joint(values, 'kp') if len(values['kp'])
+          else np.full(arm.model.nv, BANDWIDTH ** 2))
+    kd = arm.per_joint(values, 'kd') if len(values['kd']) else 2.0 * np.sqrt(kp)
+    return kp, kd
+
+
+def integral_gains(values, arm, limits):
+    """(ki, integral_limit) in model order (the schema refuses negative ones)."""
+    ki = arm.per_joint(values, 'ki') if len(values['ki']) else 0.0
+    limit = arm.per_joint(values, 'integral_limit') if len(values['integral_limit']) else limits
+    return ki, limit
+
+
+def check_model(model):
+    """ConfigError unless g(q) and M(q) are finite and M(q) positive definite at a mid pose."""
+    q = model.neutral_position
+    ok, smallest = inertia_health(rd.mass_matrix(model, q))
+    if not ok or not np.isfinite(rd.gravity(model, q)).all():
+        raise ConfigError(f'the model (with its payload) is not physical: smallest eigenvalue of '
+                          f'M(q) {smallest:.3g} at q = {q.tolist()}')
+
+
+def warm_up(config, arm, compiled):
+    """Compile (or load) every kernel this Config uses: one call of each at a mid pose."""
+    model = arm.model
+    q = model.neutral_position
+    zero = np.zeros_like(q)
+    config.gravity_compensation(q, zero)
+    config.computed_torque(q, zero, q, zero, zero)
+    config.profile.command(q, zero)
+    task_space.warm_up(model)
+    contact_safety.warm_up(config.safety)
+    speed_limiter.warm_up(config.pfl, model)
+    cdr.warm_up(model.joint_names)
+    if compiled:
+        command_cycle.warm_up(model, model.joint_names, config.effort_limits, arm.order)
+    limit_command(zero, zero.copy(), math.inf, config.effort_limits, arm.order,
+                  Float64MultiArrayWriter(len(q)).data, np.zeros(len(q), bool))
