@@ -30,6 +30,28 @@ def joint_gains(model, x, name):
     return x.copy()
 
 
+class ModelBound:
+    """A law on a Model that may be replaced by another of the same size (a payload, a fit).
+
+    Assigning ``model`` checks the size (ValueError) and binds through ``_bind``, which a
+    subclass extends with what depends on the model.
+    """
+
+    @property
+    def model(self):
+        """The dynamics model the law computes with."""
+        return self._model
+
+    @model.setter
+    def model(self, model):
+        if model.nv != self._model.nv:
+            raise ValueError(f'model: expected nv = {self._model.nv}, got {model.nv}')
+        self._bind(model)
+
+    def _bind(self, model):
+        self._model, self._data = model, Data(model)
+
+
 class JointGains:
     """A per-joint gain attribute of a control law, checked by ``joint_gains`` when assigned.
 
@@ -122,7 +144,7 @@ class GravityCompensation:
         return tau
 
 
-class ComputedTorque:
+class ComputedTorque(ModelBound):
     """τ = M(q) (q̈_d + K_p e + K_d ė + z) + C(q, q̇) q̇ + g(q) + τ_f(q̇), e = q_d − q (wrapped).
 
     Computed torque (Lynch & Park, Modern Robotics §11.4.1) in one inverse-dynamics call,
@@ -151,16 +173,6 @@ class ComputedTorque:
         self._model, self._data = model, Data(model)
         self.kp, self.kd, self.ki, self.integral_limit = kp, kd, ki, integral_limit
         self.reset()
-
-    @property
-    def model(self):
-        return self._model
-
-    @model.setter
-    def model(self, model):
-        if model.nv != self._model.nv:
-            raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
-        self._model, self._data = model, Data(model)
 
     @property
     def integral_limit(self):

@@ -17,11 +17,11 @@ import numpy as np
 from .algorithms.crba import mass_matrix
 from .algorithms.jacobians import LOCAL_WORLD_ALIGNED, frame_jacobian
 from .algorithms.momentum import advance_residual, damped_wrench, momentum_terms
-from .control import finite_joint_vector, joint_gains
+from .control import ModelBound, finite_joint_vector, joint_gains
 from .model import Data
 
 
-class MomentumObserver:
+class MomentumObserver(ModelBound):
     """τ_ext estimate from q, q̇ and the measured joint torques τ; `gain` K (nv,) in 1/s."""
 
     def __init__(self, model, gain, max_dt=0.1):
@@ -42,16 +42,10 @@ class MomentumObserver:
             raise ValueError(f"gain must be > 0 (1/s), got {gain}")
         self._gain = gain
 
-    @property
-    def model(self):
-        """The dynamics model; assigning one re-anchors the momentum at the next update."""
-        return self._model
-
-    @model.setter
-    def model(self, model):
-        if model.nv != self._model.nv:
-            raise ValueError(f"model: expected nv = {self._model.nv}, got {model.nv}")
-        self._model, self._data, self._anchor = model, Data(model), None
+    def _bind(self, model):
+        """A new model re-anchors the momentum at the next update."""
+        super()._bind(model)
+        self._anchor = None
 
     @property
     def data(self):

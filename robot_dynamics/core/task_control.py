@@ -25,7 +25,7 @@ from .algorithms.operational_space import check_regular, cutoff_value, pose_erro
 from .algorithms.rnea import gravity, nonlinear_effects
 from .algorithms.task_law import damping_kernel
 from .arguments import damping_value
-from .control import JointGains, finite_joint_vector
+from .control import JointGains, ModelBound, finite_joint_vector
 from .model import Data
 
 INF2 = (np.inf, np.inf)
@@ -86,7 +86,7 @@ def check_velocity_limit(damping_ratio, max_velocity):
                          'damping (K e + D ė = D (v − ẋ))')
 
 
-class TaskSpaceLaw:
+class TaskSpaceLaw(ModelBound):
     """Parameters, validation and the task-space terms both laws share (see the subclasses).
 
     ``stiffness`` (6): K = diag(rotation ×3, translation ×3), angular first, base axes.
@@ -117,16 +117,9 @@ class TaskSpaceLaw:
         self.condition = np.nan
         self._packed = None
 
-    @property
-    def model(self):
-        return self._model
-
-    @model.setter
-    def model(self, model):
-        if model.nv != self._model.nv:
-            raise ValueError(f'model: expected nv = {self._model.nv}, got {model.nv}')
-        model.frame_index(self._frame)
-        self._model, self._data = model, Data(model)
+    def _bind(self, model):
+        model.frame_index(self._frame)   # KeyError: the new model lacks the task frame
+        super()._bind(model)
 
     @property
     def frame(self):
