@@ -23,3 +23,6 @@ class Context:
     create_subscription: Callable
     create_timer: Callable
     destroy_timer: Callable
+    create_service: Callable = None
+    arm: Callable[[], Any] = None             # the Arm in use (nodes.common.arm; None: no model)
+    set_parameters: Callable[[list], Any] = None   # atomically, as rclpy's Node does

@@ -108,7 +108,8 @@ class ArmNode(Node):
         return Context(self.get_name(), lambda: self.values, self.get_logger(), self.warn,
                        self.get_clock(), lambda: self.seconds(), newest_state, diagnostics,
                        self.create_publisher, self.create_subscription, self.create_timer,
-                       self.destroy_timer)
+                       self.destroy_timer, self.create_service, lambda: self.arm,
+                       self.set_parameters_atomically)
 
     def seconds(self):
         """The node's time for intervals, s: /clock's under use_sim_time, else monotonic."""

@@ -72,32 +72,35 @@ def payload_parameters(model, msg):
             'payload.inertia': inertia_to_urdf(inertia).tolist()}
 
 
-def set_payload(node, values):
+def set_payload(context, values):
     """Set the payload.* parameters together; returns the rejection reason or None."""
     try:
-        result = node.set_parameters_atomically([Parameter(k, value=v) for k, v in values.items()])
+        result = context.set_parameters([Parameter(k, value=v) for k, v in values.items()])
     except Exception as error:   # rclpy checks types and ranges before the callback
         return str(error)
     return None if result.successful else result.reason
 
 
-def subscribe(node):
-    """~/payload on an ArmNode: each message sets payload.* (logged, or rejected with why)."""
+def subscribe(context):
+    """~/payload of a node (its Context): each message sets payload.* (or says why not)."""
+    logger = context.logger
+
     def on_payload(msg):
-        if node.arm is None:
-            node.get_logger().warning('payload ignored: no model yet')
+        arm = context.arm()
+        if arm is None:
+            logger.warning('payload ignored: no model yet')
             return
         try:
-            values = payload_parameters(node.arm.model, msg)
+            values = payload_parameters(arm.model, msg)
         except BadInput as error:
-            node.get_logger().warning(f'payload ignored: {error}')
+            logger.warning(f'payload ignored: {error}')
             return
-        reason = set_payload(node, values)
+        reason = set_payload(context, values)
         if reason:
-            node.get_logger().warning(f'payload rejected: {reason}')
+            logger.warning(f'payload rejected: {reason}')
         else:
-            node.get_logger().info(f"payload set from ~/payload: {describe(values)}")
-    return node.create_subscription(InertiaStamped, '~/payload', on_payload, 10)
+            logger.info(f"payload set from ~/payload: {describe(values)}")
+    return context.create_subscription(InertiaStamped, '~/payload', on_payload, 10)
 
 
 def describe(values):
@@ -185,15 +188,15 @@ def estimate(model, samples):
 
 
 class PayloadService:
-    """``~/identify_payload`` (std_srvs/SetBool) of an ArmNode: data true applies, false reports.
+    """``~/identify_payload`` (std_srvs/SetBool) of a node's Context: true applies, false reports.
 
     The node calls ``configure`` when it applies a configuration and ``add`` with every joint
     state it accepts.
     """
 
-    def __init__(self, node):
-        self.node, self.samples, self.profile = node, None, None
-        node.create_service(SetBool, '~/identify_payload', self.on_request)
+    def __init__(self, context):
+        self.context, self.samples, self.profile = context, None, None
+        context.create_service(SetBool, '~/identify_payload', self.on_request)
 
     def configure(self, values, arm, profile):
         """The hardware profile and StillSamples for the parameters.
@@ -216,20 +219,20 @@ class PayloadService:
             s.record(q, v, None if effort is None else self.profile.joint_torque(q, effort))
 
     def on_request(self, request, response):
-        node = self.node
+        context, arm = self.context, self.context.arm()
         try:
-            if node.arm is None:
+            if arm is None:
                 raise Refused('no model yet')
-            values, report = estimate(node.arm.unloaded, self.samples)
+            values, report = estimate(arm.unloaded, self.samples)
             if request.data:
-                reason = set_payload(node, values)
+                reason = set_payload(context, values)
                 if reason:
                     raise Refused(f'identified {report}, but rejected: {reason}')
         except (Refused, ValueError) as error:   # ValueError: numerical trouble in the fit
             response.success, response.message = False, f'payload not identified: {error}'
-            node.get_logger().warning(response.message)
+            context.logger.warning(response.message)
             return response
         response.success = True
         response.message = f"payload {'applied' if request.data else '(dry run)'}: {report}"
-        node.get_logger().info(response.message)
+        context.logger.info(response.message)
         return response

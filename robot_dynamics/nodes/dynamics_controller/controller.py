@@ -65,11 +65,11 @@ class DynamicsController(ManagedArmNode):
         self.subscribe_joint_states(1)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
-        self.payload_topic = payload.subscribe(self)
         context = self.component_context(self.diagnostics, lambda: self.q_last)
+        self.payload_topic = payload.subscribe(context)
         self.limiter = speed_limiter.SpeedLimiter(context)
         self.task = task_space.TaskSpace(context, self.limiter)
-        self.identification = payload.PayloadService(self)
+        self.identification = payload.PayloadService(context)
         self.reactions = Reactions(context)
         self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)

@@ -80,10 +80,10 @@ class WrenchEstimator(ManagedArmNode):
         # after a hiccup rather than skipping some (which costs accuracy)
         self.subscribe_joint_states(10)
         self.create_service(Trigger, '~/tare', self.on_tare)
-        self.collision = contact_safety.CollisionMonitor(
-            self.component_context(self.diagnostics, lambda: self.q_last))
+        context = self.component_context(self.diagnostics, lambda: self.q_last)
+        self.collision = contact_safety.CollisionMonitor(context)
         self.create_service(Trigger, '~/reset', self.on_reset)
-        self.payload_topic = payload.subscribe(self)
+        self.payload_topic = payload.subscribe(context)
         self.start()
 
     def configure(self, values, arm):
