@@ -32,7 +32,7 @@ from . import command_cycle, configuration, speed_limiter, task_space
 from .command_output import CommandOutput
 from .configuration import COMPUTED_TORQUE, GRAVITY_COMPENSATION
 from .reactions import Reactions
-from .reference import Reference, trajectory_from_msg, within_limits
+from .reference import Reference, trajectory_start, within_limits
 from .watchdog import StateWatchdog
 
 STOP_RAMP = 1.0          # s: longest ramp to the final command on a graceful stop
@@ -273,28 +273,25 @@ class DynamicsController(ManagedArmNode):
     def on_trajectory(self, msg):
         if not self.tracking('joint_trajectory'):
             return
-        start = seconds(msg.header.stamp) or self.t_last  # zero: now, on the states' clock
-        if start < self.t_last:   # sampled from a past start, the reference would step
-            self.warn(f'joint_trajectory stamped {self.t_last - start:.3f} s before the newest '
-                      'joint state: it starts now')
-            start = self.t_last
-        if not msg.points:
-            self.hold()
-            self.get_logger().info('empty joint_trajectory: holding the current position')
-            return
-        # a trajectory slowed by PFL: blended from as slowed
-        current = self.limiter.blend_source(self.reference.blend_source(start))
         try:
-            timed = trajectory_from_msg(msg, self.arm.model, start, current)
-            timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
-                                                       self.get_logger().info)
+            self.start_trajectory(msg)
         except BadInput as error:
             self.diagnostics.count('rejected_references')
             self.warn(str(error))
-            return
-        self.reference.follow(timed)
+
+    def start_trajectory(self, msg):
+        """A JointTrajectory (topic, action): its TimedTrajectory (None: empty, hold); BadInput."""
+        start = trajectory_start(seconds(msg.header.stamp), self.t_last, self.warn)
+        if not msg.points:
+            self.hold()
+            self.get_logger().info('empty joint_trajectory: holding the current position')
+            return None
+        timed = self.reference.take(   # a trajectory slowed by PFL: blended from as slowed
+            msg, self.arm.model, start, self.limiter.blend_source,
+            lambda path: contact_safety.feasible(self.config.safety, path, self.get_logger().info))
         self.get_logger().info(f'joint_trajectory: {len(msg.points)} points, '
                                f'{timed.trajectory.duration:.3f} s, from {start:.6f} s')
+        return timed
 
     def on_reference(self, msg):
         if not self.tracking('reference'):
