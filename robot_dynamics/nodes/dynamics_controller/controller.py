@@ -5,7 +5,8 @@ JointGroupEffortController consumes) per accepted joint state. This module is th
 callbacks and its cycle per state, glue around its components, modules of their own here:
 configuration (parameters -> Config), reference, command_output (rate limit, clamp,
 publication), watchdog (state loss, final command), reactions (collision, unstable loop),
-task_space, speed_limiter (PFL), command_cycle (the compiled path); contact_safety and payload
+task_space, speed_limiter (PFL), command_cycle (the compiled path), trajectory_action
+(~/follow_joint_trajectory); contact_safety and payload
 are nodes.common's. The control laws are robot_dynamics.core.control and core.task_control.
 Behaviour, topics and parameters: doc/nodes/dynamics_controller.md.
 """
@@ -28,7 +29,7 @@ from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
 from ..common.node import ManagedArmNode, main as run_node
 from ..common.schema import load
-from . import command_cycle, configuration, speed_limiter, task_space
+from . import command_cycle, configuration, speed_limiter, task_space, trajectory_action
 from .command_output import CommandOutput
 from .configuration import COMPUTED_TORQUE, GRAVITY_COMPENSATION
 from .reactions import Reactions
@@ -71,6 +72,8 @@ class DynamicsController(ManagedArmNode):
         self.task = task_space.TaskSpace(context, self.limiter)
         self.identification = payload.PayloadService(context)
         self.reactions = Reactions(context)
+        self.action = trajectory_action.TrajectoryAction(   # ~/follow_joint_trajectory
+            context, self.reference, self.start_trajectory, self.tracking, self.hold)
         self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.start()
@@ -164,6 +167,7 @@ class DynamicsController(ManagedArmNode):
             self.task.served(q, v, t, cycle.condition[0])
         self.output.published(status, now, stamp)
         self.output.beat(sec, nanosec)
+        self.action.served(t, q, v)
         self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
         return True
 
@@ -196,6 +200,7 @@ class DynamicsController(ManagedArmNode):
         # exact differences of stamps: integer nanoseconds
         if self.output.publish(tau, q, self.seconds(), (sec * 10**9 + nanosec) or None):
             self.output.beat(sec, nanosec)
+            self.action.served(t, q, v)
             self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def check_stamp(self, t):
@@ -354,6 +359,7 @@ class DynamicsController(ManagedArmNode):
         heartbeat has stopped with the last command that answered a state. Nothing while not
         commanding: no state yet, or the stale check already ended on that command.
         """
+        self.action.abort('the controller stopped (deactivated or shut down)')
         if not self.watchdog.commanding or self.config is None:
             return
         self.watchdog.ramp_down(STOP_RAMP, self.output.unlimit)
