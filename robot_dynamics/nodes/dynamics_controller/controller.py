@@ -367,6 +367,10 @@ class DynamicsController(ManagedArmNode):
         self.get_logger().info('stopping: published the final gravity compensation command for '
                                'the last pose')
 
+    def destroy_node(self):
+        self.action.destroy()
+        super().destroy_node()
+
     def health(self):
         """(level, message, values) for /diagnostics, with the model check at the last pose."""
         level, message, values = OK, f'commanding ({self.values["mode"]})', {}

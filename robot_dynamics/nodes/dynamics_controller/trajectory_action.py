@@ -211,6 +211,12 @@ class TrajectoryAction:
         goal.handle.publish_feedback(msg)
         goal.next_feedback = t + FEEDBACK_PERIOD
 
+    def destroy(self):
+        """Destroy the action server: it holds the node, which could not leave the graph."""
+        if self.server is not None:
+            self.server.destroy()
+            self.server = None
+
     def abort(self, message):
         """Abort the running goal, if any (the controller stops commanding): INVALID_GOAL."""
         if self.goal is not None:
