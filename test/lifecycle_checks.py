@@ -12,23 +12,21 @@ import time
 
 import numpy as np
 import pytest
-import yaml
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.bringup import NodeSpec
-from ros_harness import session
+from ros_harness import file_specs, session
 from test_nodes_minimal_parameters import JOINTS, URDF, Pinocchio, state
 
 Q = np.array([0.3, -1.2, 1.0, -0.8, 0.5, 0.2])
-NODES = {   # label: (executable, its parameter file's ros__parameters beyond the URDF)
-    'dynamics_controller': ('dynamics_controller',
+NAMESPACE = 'managed'
+NODES = {   # label: (namespace, executable, its parameter file's ros__parameters beyond the URDF)
+    'dynamics_controller': (NAMESPACE, 'dynamics_controller',
                             {'mode': 'gravity_compensation', 'autostart': False,
                              'effort_limits': [100.0]}),   # one limit for six joints: refused
-    'wrench_estimator': ('wrench_estimator', {'autostart': False})}
-NAMESPACE = 'managed'
+    'wrench_estimator': (NAMESPACE, 'wrench_estimator', {'autostart': False})}
 
 
 class Managed:
@@ -36,14 +34,8 @@ class Managed:
 
     def __init__(self, ros):
         self.ros, self.probe = ros, ros.probe
-        directory = ros.work / 'lifecycle'
-        directory.mkdir(exist_ok=True)
-        specs = []
-        for label, (executable, values) in NODES.items():
-            path = directory / f'{label}.yaml'
-            path.write_text(yaml.safe_dump({f'/**/{executable}': {'ros__parameters': {
-                'robot_description': URDF.read_text(), **values}}}))
-            specs.append(NodeSpec(executable, executable, str(path), {}, NAMESPACE))
+        specs = file_specs(ros.work / 'lifecycle', NODES,
+                           {'robot_description': URDF.read_text()})
         self.states = self.probe.create_publisher(JointState, f'/{NAMESPACE}/joint_states', 10)
         self.commands = self.probe.record(
             Float64MultiArray, f'/{NAMESPACE}/effort_controller/commands')

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 import rclpy
+import yaml
 from builtin_interfaces.msg import Duration, Time
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
@@ -26,6 +27,7 @@ from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 
 from robot_dynamics import run
+from robot_dynamics.bringup import NodeSpec
 
 RELIABLE = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE)
 BEST_EFFORT = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
@@ -80,6 +82,22 @@ def trajectory_answer(launch, publish, stamp, timeout=10.0, node='dynamics_contr
         if time.monotonic() > deadline:
             return stamp, None
         time.sleep(0.02)
+
+
+def file_specs(directory, nodes, shared):
+    """One NodeSpec per node, each started from a parameter file of its own, as a user writes.
+
+    ``nodes``: {label: (namespace, executable, parameters)}; the file ``directory/label.yaml``
+    holds ``shared`` and the node's parameters under the executable's ``/**/`` section.
+    """
+    directory.mkdir(exist_ok=True)
+    specs = []
+    for label, (namespace, executable, values) in nodes.items():
+        path = directory / f'{label}.yaml'
+        path.write_text(yaml.safe_dump({f'/**/{executable}': {'ros__parameters': {
+            **shared, **values}}}))
+        specs.append(NodeSpec(executable, executable, str(path), {}, namespace))
+    return specs
 
 
 def warm_numba_cache():

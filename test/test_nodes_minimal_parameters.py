@@ -16,18 +16,16 @@ from unittest import mock
 import numpy as np
 import pinocchio as pin
 import pytest
-import yaml
 from geometry_msgs.msg import WrenchStamped
 from rclpy.parameter import Parameter
 from rclpy.serialization import serialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
-from robot_dynamics.bringup import NodeSpec
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.common.node import FOREIGN_PERIOD
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from ros_harness import session, stamp_of, to_time
+from ros_harness import file_specs, session, stamp_of, to_time
 
 URDF = next(f.locate() for f in importlib.metadata.distribution('example-robot-data').files
             if f.name == 'ur10_robot.urdf')
@@ -93,14 +91,8 @@ class Nodes:
 
     def __init__(self, ros):
         self.ros, self.probe = ros, ros.probe
-        directory = ros.work / 'minimal_parameters'
-        directory.mkdir(exist_ok=True)
-        specs = []
-        for label, (namespace, executable, values) in NODES.items():
-            path = directory / f'{label}.yaml'
-            path.write_text(yaml.safe_dump({f'/**/{executable}': {'ros__parameters': {
-                'robot_description': URDF.read_text(), **values}}}))
-            specs.append(NodeSpec(executable, executable, str(path), {}, namespace))
+        specs = file_specs(ros.work / 'minimal_parameters', NODES,
+                           {'robot_description': URDF.read_text()})
         self.states = {label: self.probe.create_publisher(
             JointState, f'/{namespace}/joint_states', 10)
             for label, (namespace, *_) in NODES.items()}
