@@ -41,7 +41,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True, scope='module')
 def probe_left_clean():
-    """A module's DDS recorders end with it: one left running at 1 kHz slows every later test."""
+    """A module's DDS session ends with it (ros_harness.module_finished), its recorders too."""
     yield
     harness = sys.modules.get('ros_harness')   # imported by the DDS test modules only
     left = harness.module_finished() if harness is not None else []
