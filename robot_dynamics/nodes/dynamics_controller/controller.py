@@ -49,7 +49,7 @@ class DynamicsController(ManagedArmNode):
     PARAMS = load(NAME)
 
     def __init__(self, **options):
-        self.config = self.reader = self.cycle = None
+        self.config = self.reader = self.cycle = self.action = None
         self.reference = Reference()
         self.q_last, self.t_last = None, None   # the newest accepted state's q and stamp
         super().__init__(self.NAME, **options)
@@ -368,7 +368,8 @@ class DynamicsController(ManagedArmNode):
                                'the last pose')
 
     def destroy_node(self):
-        self.action.destroy()
+        if self.action is not None:   # None: stopped while starting
+            self.action.destroy()
         super().destroy_node()
 
     def health(self):
