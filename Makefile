@@ -7,22 +7,27 @@ VENV := $(if $(filter jazzy,$(ROS_DISTRO)),.venv-jazzy,.venv)
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest -q --timeout=300
 
-.PHONY: all venv demo test test-unit test-nojit docs bench bench-nodes lint colcon clean
+.PHONY: all venv test-interfaces demo test test-unit test-nojit docs bench bench-nodes lint colcon clean
 all: test
 
 venv:
 	@scripts/setup_venv.sh >/dev/null
 
+# The test-only control_msgs (test/interfaces), built with the venv's rosidl generators into
+# build/test_interfaces/$(ROS_DISTRO); cheap when built.
+test-interfaces: venv
+	@PYTHON=$(PY) scripts/build_test_interfaces.sh >/dev/null
+
 demo: venv
 	$(PY) -m robot_dynamics.demo
 
-test: venv
+test: venv test-interfaces
 	@$(PY) -m robot_dynamics.versions
 	$(PYTEST) --durations=25 test
 	@$(MAKE) --no-print-directory test-nojit
 
 # Everything but the tests that start nodes on DDS (marked dds) and the minute-long loops.
-test-unit: venv
+test-unit: venv test-interfaces
 	$(PYTEST) -m "not dds and not slow" test
 
 # The same kernels as plain Python (NUMBA_DISABLE_JIT=1), on the tests marked nojit.

@@ -1,4 +1,5 @@
-"""Generic pytest configuration: marker registration, single-threaded BLAS."""
+"""Generic pytest configuration: marker registration, single-threaded BLAS, control_msgs."""
+import ctypes
 import gc
 import os
 import sys
@@ -40,7 +41,7 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True, scope='module')
 def probe_left_clean():
-    """A module's DDS recorders end with it: one left running at 1 kHz slows every later test."""
+    """A module's DDS session ends with it (ros_harness.module_finished), its recorders too."""
     yield
     harness = sys.modules.get('ros_harness')   # imported by the DDS test modules only
     left = harness.module_finished() if harness is not None else []
@@ -51,3 +52,50 @@ def probe_left_clean():
     # queue of 100 states lasts at 1 kHz, and the tests saw windows without states.
     gc.collect()
     gc.freeze()
+
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def ros_distro():
+    """Return the distribution of this interpreter's rclpy wheel ('kilted', 'jazzy')."""
+    from robot_dynamics.versions import ros_distribution
+    return ros_distribution().split()[0]
+
+
+@pytest.fixture(scope='session')
+def control_msgs_prefix():
+    """Build (or reuse) the test-only control_msgs; put it on this and child processes' path.
+
+    scripts/build_test_interfaces.sh builds test/interfaces/control_msgs with this venv's rosidl
+    generators into build/test_interfaces/<distro> (make test does it first; a stamp makes it
+    cheap then). Returns the install prefix of control_msgs.
+    """
+    import subprocess
+    env = dict(os.environ, ROS_DISTRO=ros_distro(), PYTHON=sys.executable)
+    done = subprocess.run([os.path.join(REPO, 'scripts', 'build_test_interfaces.sh')], env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert done.returncode == 0, f'build_test_interfaces.sh failed:\n{done.stderr[-3000:]}'
+    prefix = done.stdout.strip().splitlines()[-1]
+    version = '%d.%d' % sys.version_info[:2]
+    site = os.path.join(prefix, 'lib', f'python{version}', 'site-packages')
+    assert os.path.isdir(site), f'{site} missing after build_test_interfaces.sh'
+    if site not in sys.path:
+        sys.path.insert(0, site)
+    prepend_path('PYTHONPATH', site)
+    # rosidl's type-support dispatch loads its libraries by name: on LD_LIBRARY_PATH for the
+    # node processes; in this process (whose loader read LD_LIBRARY_PATH at its start) loaded
+    # now, so that loading them by name finds them loaded
+    lib = os.path.join(prefix, 'lib')
+    prepend_path('LD_LIBRARY_PATH', lib)
+    for name in sorted(os.listdir(lib)):
+        if name.endswith('.so'):
+            ctypes.CDLL(os.path.join(lib, name))
+    return prefix
+
+
+def prepend_path(variable, directory):
+    """Put ``directory`` first on the path list in the environment variable (once)."""
+    paths = [p for p in os.environ.get(variable, '').split(os.pathsep) if p]
+    if directory not in paths:
+        os.environ[variable] = os.pathsep.join([directory] + paths)

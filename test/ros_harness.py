@@ -1,9 +1,10 @@
-"""Helpers for tests with real node processes over real DDS (loopback only, a domain per run).
+"""Helpers for tests with real node processes over real DDS (loopback only, a domain per module).
 
-``session()`` sets the test process up once: a free ROS_DOMAIN_ID (robot_dynamics.run's lock, so
+``session()`` sets a test module up: a free ROS_DOMAIN_ID (robot_dynamics.run's lock, so
 parallel test runs never share one), the loopback Fast DDS profile, rclpy, and a probe node
-spinning in a background thread. ``session().launch(specs)`` starts nodes exactly as the runner
-does (one process each, logs in files); the probe records topics and calls parameter services.
+spinning in a background thread; conftest's ``probe_left_clean`` ends it with the module.
+``session().launch(specs)`` starts nodes exactly as the runner does (one process each, logs in
+files); the probe records topics and calls parameter services.
 """
 import atexit
 import bisect
@@ -134,17 +135,24 @@ def warm_numba_cache():
 
 
 def module_finished():
-    """After a test module: the topics its probe still recorded, [] if none.
+    """After a test module: the topics its probe still recorded, [] if none; the session ends.
 
-    Those recorders stop now, and the module's service clients go too: each is two endpoints
-    that every participant joining later must discover, and a session's worth of them made
-    discovery slow enough for a new node's first service calls to go unanswered.
+    Each test module has a session of its own: a ROS_DOMAIN_ID, an rclpy context and a probe.
+    A probe that lived through the whole suite matched a new node's endpoints in about 12 s late
+    in it (four of Fast DDS's 3 s heartbeat periods), against milliseconds in a fresh process,
+    and the tests' 10 s waits for a first message ran out.
     """
-    return [] if _session is None else _session.probe.clear()
+    global _session
+    if _session is None:
+        return []
+    left = _session.probe.clear()
+    _session.close()
+    _session = None
+    return left
 
 
 def session():
-    """The ROS session of the test process (created on first use, closed at exit)."""
+    """The ROS session of the test module (created on first use, closed at its end or exit)."""
     global _session
     if _session is None:
         _session = RosSession()
@@ -169,13 +177,16 @@ class RosSession:
         self.executor.add_node(self.probe)
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
-        self.launches = 0
+        self.launches, self.closed = 0, False
 
     def launch(self, specs):
         self.launches += 1
         return Launch(self, specs, self.work / f'launch{self.launches}')
 
     def close(self):
+        if self.closed:
+            return
+        self.closed = True
         self.executor.shutdown()
         self.thread.join(5.0)
         self.probe.destroy_node()
@@ -321,9 +332,10 @@ class Probe(Node):
     def stop_all_recording(self):
         """Destroy every subscription a test module left; the topics they were on."""
         left = list(self.subscriptions)
+        topics = [s.topic_name for s in left]
         for subscription in left:
             self.in_executor(self.destroy_subscription, subscription)
-        return [s.topic_name for s in left]
+        return topics
 
     def clear(self):
         """Destroy what a test module left: recorders (their topics returned) and clients."""

@@ -2,8 +2,9 @@
 
 A component (the task-space modes, power and force limiting, ...) gets a ``Context``, never the
 node: the node's name and parameter values, its logger and clock, factories for the
-component's own topics and timers, the node's counters, and the newest accepted joint state.
-So a component cannot reach into the node, and a test builds one without a node.
+component's own topics, timers, services and action servers, the node's counters, and the
+newest accepted joint state. So a component cannot reach into the node, and a test builds one
+without a node.
 """
 import dataclasses
 from typing import Any, Callable
@@ -26,3 +27,5 @@ class Context:
     create_service: Callable = None
     arm: Callable[[], Any] = None             # the Arm in use (nodes.common.arm; None: no model)
     set_parameters: Callable[[list], Any] = None   # atomically, as rclpy's Node does
+    # rclpy.action.ActionServer(node, *args, **kwargs) of the node (it needs the node itself)
+    create_action_server: Callable = None

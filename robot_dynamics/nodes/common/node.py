@@ -32,6 +32,7 @@ import time
 
 import rclpy
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.action import ActionServer
 from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNodeMixin, TransitionCallbackReturn
@@ -108,7 +109,8 @@ class ArmNode(Node):
                        self.get_clock(), lambda: self.seconds(), newest_state, diagnostics,
                        self.create_publisher, self.create_subscription, self.create_timer,
                        self.destroy_timer, self.create_service, lambda: self.arm,
-                       self.set_parameters_atomically)
+                       self.set_parameters_atomically,
+                       lambda *args, **kwargs: ActionServer(self, *args, **kwargs))
 
     def seconds(self):
         """The node's time for intervals, s: /clock's under use_sim_time, else monotonic."""

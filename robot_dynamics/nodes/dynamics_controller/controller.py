@@ -5,7 +5,8 @@ JointGroupEffortController consumes) per accepted joint state. This module is th
 callbacks and its cycle per state, glue around its components, modules of their own here:
 configuration (parameters -> Config), reference, command_output (rate limit, clamp,
 publication), watchdog (state loss, final command), reactions (collision, unstable loop),
-task_space, speed_limiter (PFL), command_cycle (the compiled path); contact_safety and payload
+task_space, speed_limiter (PFL), command_cycle (the compiled path), trajectory_action
+(~/follow_joint_trajectory); contact_safety and payload
 are nodes.common's. The control laws are robot_dynamics.core.control and core.task_control.
 Behaviour, topics and parameters: doc/nodes/dynamics_controller.md.
 """
@@ -28,11 +29,11 @@ from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
 from ..common.node import ManagedArmNode, main as run_node
 from ..common.schema import load
-from . import command_cycle, configuration, speed_limiter, task_space
+from . import command_cycle, configuration, speed_limiter, task_space, trajectory_action
 from .command_output import CommandOutput
 from .configuration import COMPUTED_TORQUE, GRAVITY_COMPENSATION
 from .reactions import Reactions
-from .reference import Reference, trajectory_from_msg, within_limits
+from .reference import Reference, trajectory_start, within_limits
 from .watchdog import StateWatchdog
 
 STOP_RAMP = 1.0          # s: longest ramp to the final command on a graceful stop
@@ -48,7 +49,7 @@ class DynamicsController(ManagedArmNode):
     PARAMS = load(NAME)
 
     def __init__(self, **options):
-        self.config = self.reader = self.cycle = None
+        self.config = self.reader = self.cycle = self.action = None
         self.reference = Reference()
         self.q_last, self.t_last = None, None   # the newest accepted state's q and stamp
         super().__init__(self.NAME, **options)
@@ -71,6 +72,8 @@ class DynamicsController(ManagedArmNode):
         self.task = task_space.TaskSpace(context, self.limiter)
         self.identification = payload.PayloadService(context)
         self.reactions = Reactions(context)
+        self.action = trajectory_action.TrajectoryAction(   # ~/follow_joint_trajectory
+            context, self.reference, self.start_trajectory, self.tracking, self.hold)
         self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.start()
@@ -164,6 +167,7 @@ class DynamicsController(ManagedArmNode):
             self.task.served(q, v, t, cycle.condition[0])
         self.output.published(status, now, stamp)
         self.output.beat(sec, nanosec)
+        self.action.served(t, q, v)
         self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
         return True
 
@@ -196,6 +200,7 @@ class DynamicsController(ManagedArmNode):
         # exact differences of stamps: integer nanoseconds
         if self.output.publish(tau, q, self.seconds(), (sec * 10**9 + nanosec) or None):
             self.output.beat(sec, nanosec)
+            self.action.served(t, q, v)
             self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def check_stamp(self, t):
@@ -273,28 +278,25 @@ class DynamicsController(ManagedArmNode):
     def on_trajectory(self, msg):
         if not self.tracking('joint_trajectory'):
             return
-        start = seconds(msg.header.stamp) or self.t_last  # zero: now, on the states' clock
-        if start < self.t_last:   # sampled from a past start, the reference would step
-            self.warn(f'joint_trajectory stamped {self.t_last - start:.3f} s before the newest '
-                      'joint state: it starts now')
-            start = self.t_last
-        if not msg.points:
-            self.hold()
-            self.get_logger().info('empty joint_trajectory: holding the current position')
-            return
-        # a trajectory slowed by PFL: blended from as slowed
-        current = self.limiter.blend_source(self.reference.blend_source(start))
         try:
-            timed = trajectory_from_msg(msg, self.arm.model, start, current)
-            timed.trajectory = contact_safety.feasible(self.config.safety, timed.trajectory,
-                                                       self.get_logger().info)
+            self.start_trajectory(msg)
         except BadInput as error:
             self.diagnostics.count('rejected_references')
             self.warn(str(error))
-            return
-        self.reference.follow(timed)
+
+    def start_trajectory(self, msg):
+        """A JointTrajectory (topic, action): its TimedTrajectory (None: empty, hold); BadInput."""
+        start = trajectory_start(seconds(msg.header.stamp), self.t_last, self.warn)
+        if not msg.points:
+            self.hold()
+            self.get_logger().info('empty joint_trajectory: holding the current position')
+            return None
+        timed = self.reference.take(   # a trajectory slowed by PFL: blended from as slowed
+            msg, self.arm.model, start, self.limiter.blend_source,
+            lambda path: contact_safety.feasible(self.config.safety, path, self.get_logger().info))
         self.get_logger().info(f'joint_trajectory: {len(msg.points)} points, '
                                f'{timed.trajectory.duration:.3f} s, from {start:.6f} s')
+        return timed
 
     def on_reference(self, msg):
         if not self.tracking('reference'):
@@ -357,12 +359,18 @@ class DynamicsController(ManagedArmNode):
         heartbeat has stopped with the last command that answered a state. Nothing while not
         commanding: no state yet, or the stale check already ended on that command.
         """
+        self.action.abort('the controller stopped (deactivated or shut down)')
         if not self.watchdog.commanding or self.config is None:
             return
         self.watchdog.ramp_down(STOP_RAMP, self.output.unlimit)
         self.publisher.wait_for_all_acked(Duration(seconds=ACK_WAIT))
         self.get_logger().info('stopping: published the final gravity compensation command for '
                                'the last pose')
+
+    def destroy_node(self):
+        if self.action is not None:   # None: stopped while starting
+            self.action.destroy()
+        super().destroy_node()
 
     def health(self):
         """(level, message, values) for /diagnostics, with the model check at the last pose."""

@@ -1,10 +1,10 @@
 """The controller's reference: what computed torque tracks, and what replaces it when.
 
 The reference in force is a hold (``Setpoint`` at a measured position), a streamed setpoint
-(~/reference, limited by contact safety) or a trajectory (~/joint_trajectory, a
-``TimedTrajectory`` on the clock of the joint states' stamps). A new trajectory waits, pending,
-until its start; the first state stamped at or after it makes it the reference in force.
-``Reference`` holds the two and is the one place they change.
+(~/reference, limited by contact safety) or a trajectory (~/joint_trajectory or a
+FollowJointTrajectory goal, a ``TimedTrajectory`` on the clock of the joint states' stamps). A
+new trajectory waits, pending, until its start; the first state stamped at or after it makes it
+the reference in force. ``Reference`` holds the two and is the one place they change.
 """
 import numpy as np
 
@@ -49,6 +49,29 @@ class Reference:
         """A TimedTrajectory, pending until its start."""
         self.pending = timed
 
+    def take(self, msg, model, start, blend, feasible):
+        """A trajectory_msgs/JointTrajectory from ``start``: its TimedTrajectory, made pending.
+
+        It blends from what ``blend`` makes of the reference at its start (PFL: as slowed), and
+        ``feasible`` times its trajectory (contact safety). BadInput if refused: nothing changes.
+        """
+        timed = trajectory_from_msg(msg, model, start, blend(self.blend_source(start)))
+        timed.trajectory = feasible(timed.trajectory)
+        self.follow(timed)
+        return timed
+
+    def runs(self, timed):
+        """True while the TimedTrajectory is the reference in force or the pending one."""
+        return timed is self.current or timed is self.pending
+
+
+def trajectory_start(stamp, t_last, warn):
+    """When a trajectory stamped ``stamp`` (s; 0: now) starts: never before the newest state."""
+    if stamp and stamp < t_last:   # sampled from a past start, the reference would step
+        warn(f'joint_trajectory stamped {t_last - stamp:.3f} s before the newest joint state: '
+             'it starts now')
+    return max(stamp, t_last)
+
 
 def within_limits(model, q, what):
     """BadInput unless the positions q (model order) are inside the joint limits."""
@@ -87,27 +110,37 @@ def trajectory_from_msg(msg, model, start, current):
     prepended as point 0, so the reference is continuous when the new trajectory takes over
     (blend); a first point at time 0 must be within START_TOLERANCE of it (else: rejected).
     Continuous joints take the short way round between points (``unwrap_positions``).
+    A partial trajectory (a subset of the joints): the joints it does not name hold the current
+    reference's position at the start (velocity and acceleration 0).
     """
-    names, joint_names = list(msg.joint_names), model.joint_names
-    if sorted(names) != sorted(joint_names):
-        raise BadInput(f'joint_trajectory names {names} must be exactly the joints '
-                       f'{list(joint_names)}')
-    index = [names.index(j) for j in joint_names]
+    names, joint_names = list(msg.joint_names), list(model.joint_names)
+    unknown = [name for name in names if name not in joint_names]
+    if unknown or len(set(names)) != len(names) or not names:
+        raise BadInput(f'joint_trajectory names {names} must be distinct joints of '
+                       f'{joint_names} (unknown: {unknown})')
+    q0, v0, a0 = current.sample(start)
+    named = [joint_names.index(name) for name in names]
     n = len(names)
 
-    def field(name, required):
+    def field(name, required, held):
         rows = [getattr(p, name) for p in msg.points]
         if not required and all(len(r) == 0 for r in rows):
             return None
         if any(len(r) != n for r in rows):
             raise BadInput(f'every point needs {n} {name} (or, except positions, none)')
-        return [np.asarray(r, dtype=float)[index] for r in rows]
+        full = []
+        for row in rows:
+            values = np.array(held, dtype=float)
+            values[named] = np.asarray(row, dtype=float)
+            full.append(values)
+        return full
 
     times = [p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in msg.points]
-    q, v, a = field('positions', True), field('velocities', False), field('accelerations', False)
+    zeros = np.zeros(len(joint_names))
+    q = field('positions', True, q0)
+    v, a = field('velocities', False, zeros), field('accelerations', False, zeros)
     for qk in q:
         within_limits(model, qk, 'joint_trajectory point')
-    q0, v0, a0 = current.sample(start)
     q = unwrap_positions(model, q0, q)
     if times[0] > 0:
         times, q = [0.0] + times, [q0] + q
