@@ -210,6 +210,16 @@ class Launch:
     def logs(self):
         return '\n'.join(f'--- {n} ---\n{self.log(n)[-3000:]}' for n in self.names)
 
+    def wait_for_log(self, name, text, timeout=20.0):
+        """Whether node ``name`` logs ``text`` within ``timeout`` s (a line may trail the topic
+        traffic it is about: the probe can see a command before its receiver has logged it)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.log(name):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
     def ready(self, timeout=90.0):
         """{node: seconds from process start to its 'ready' line}; raises if a node exits."""
         startup = {}

@@ -21,6 +21,7 @@ efforts from Pinocchio's RNEA; limits from Pinocchio's URDF parser.
 About 25 s per engine on an idle machine.
 """
 import re
+import time
 
 import numpy as np
 import pinocchio as pin
@@ -166,10 +167,12 @@ def arm(request):
         arm.launch.ready()
         arm.wait_until(arm.now() + 0.3)
         arm.probe.wait_for_subscribers(arm.trajectory)
-        for attempt in range(20):   # until the controller has joint states to track from
+        deadline = time.monotonic() + 30   # until the controller has joint states to track
+        while True:                        # from: it takes the trajectory, not 'ignored: ...'
             start, answer = arm.send([1.0], [Q0], False, timeout=0.5)
-            if answer:
+            if answer and 'ignored' not in answer:
                 break
+            assert time.monotonic() < deadline, f'{answer}\n{arm.launch.logs()}'
         arm.wait_until(start + 1.2)   # now holding Q0 exactly: the first set's start
         yield arm
     finally:

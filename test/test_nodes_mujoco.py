@@ -241,8 +241,8 @@ def arm(request):
 
 
 def test_mujoco_engine_runs(arm):
+    assert arm.launch.wait_for_log('arm_simulator', 'brakes released'), arm.launch.logs()
     log = arm.launch.log('arm_simulator')
-    assert 'brakes released' in log
     assert 'diverged' not in log
 
 

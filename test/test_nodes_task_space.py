@@ -132,10 +132,7 @@ def arm(request):
         arm.probe.wait_for_subscribers(arm.wrench)
         arm.probe.wait_for_subscribers(arm.target)
         arm.states.wait(1, timeout=20)
-        deadline = time.monotonic() + 20
-        while 'brakes released' not in arm.launch.log('arm_simulator'):
-            assert time.monotonic() < deadline, arm.launch.logs()
-            time.sleep(0.02)
+        assert arm.launch.wait_for_log('arm_simulator', 'brakes released'), arm.launch.logs()
         arm.released = arm.now()
         q0 = np.empty(arm.model.nv)
         q0[arm.order] = arm.q0
