@@ -31,7 +31,7 @@ from trajectory_msgs.msg import JointTrajectory
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
-from ros_harness import BEST_EFFORT, ArmView, session
+from ros_harness import BEST_EFFORT, ArmView, session, stamp_of
 
 FAULTS = {'faults.delay': 0.001, 'faults.jitter': 0.004, 'faults.drop': 0.05,
           'faults.bunch': 2, 'faults.stall': 0.05, 'faults.stall_period': 1.0,
@@ -83,21 +83,28 @@ class Arm(ArmView):
 
     def controller_status(self, timeout=30.0):
         """The controller's newest /diagnostics status (after two more reports of any node)."""
+        return self.controller_reports(timeout)[-1][1]
+
+    def controller_reports(self, timeout=30.0):
+        """(stamp, status) of each controller /diagnostics report, after two more reports.
+
+        The stamp is the controller's clock (/clock) when it reported.
+        """
         self.diagnostics.wait_for_more(2, timeout=timeout)
         deadline = time.monotonic() + timeout
-        while not (statuses := [s for m in list(self.diagnostics.messages) for s in m.status
-                                if s.name.startswith('dynamics_controller')]):
+        while not (reports := [(stamp_of(m), s) for m in list(self.diagnostics.messages)
+                               for s in m.status if s.name.startswith('dynamics_controller')]):
             assert time.monotonic() < deadline, f'no controller diagnostics\n{self.launch.logs()}'
             self.diagnostics.wait_for_more(1, timeout=timeout)
-        return statuses[-1]
+        return reports
 
     def wait_for_status(self, words, timeout=60.0):
-        """The first controller status whose message has ``words``."""
+        """(stamp, status) of the first controller report whose message has ``words``."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            status = self.controller_status()
-            if words in status.message:
-                return status
+            found = [r for r in self.controller_reports() if words in r[1].message]
+            if found:
+                return found[0]
         raise AssertionError(f"no '{words}' on /diagnostics\n{self.launch.logs()}")
 
     def close(self):
@@ -177,7 +184,7 @@ def test_states_late_for_the_mode_turn_diagnostics_to_warn():
     arm = Arm(session(), 'panda', 'computed_torque', faults={'faults.delay': 0.02})
     try:
         started(arm)
-        status = arm.wait_for_status('ms late')
+        _, status = arm.wait_for_status('ms late')
         print(f'{status.message}; {arm.controller()}')
         assert status.level == DiagnosticStatus.WARN, status
         assert 'joint states 20.0 ms late' in status.message
@@ -202,9 +209,9 @@ def test_an_unstable_loop_is_reported_and_ends_complying_at_rest():
         arm.wrench.publish(wrench_message(arm.model.base, [0, 0, 0.3, 0, 0, 0]))
         arm.wait_until(arm.now() + 0.1)
         arm.wrench.publish(wrench_message(arm.model.base, [0, 0, 0, 0, 0, 0]))
-        status = arm.wait_for_status('loop unstable')
+        latched, status = arm.wait_for_status('loop unstable')   # the controller's clock
         assert status.level == DiagnosticStatus.ERROR, status
-        latched = arm.now()
+        seen = arm.now()   # the newest state the probe had then
         arm.wait_until(latched + 3.0)
         _, v = arm.joint_arrays(arm.model.joint_names, latched + 2.5, latched + 3.0,
                                 fields=('velocity',), least=10)
@@ -212,8 +219,9 @@ def test_an_unstable_loop_is_reported_and_ends_complying_at_rest():
         before = [int(arm.controller()[k]) for k in saturated]
         arm.wait_until(arm.now() + 1.0)
         after = [int(arm.controller()[k]) for k in saturated]
-        print(f'{status.message}; at rest to {np.abs(v).max():.2e} rad/s; clamped and rate '
-              f'limited commands {before} -> {after}')
+        print(f'{status.message} at {latched:.3f} s (the probe saw it at {seen:.3f} s); at rest '
+              f'to {np.abs(v).max():.2e} rad/s; clamped and rate limited commands {before} -> '
+              f'{after}')
         assert np.abs(v).max() < 0.05 and after == before
         assert 'loop unstable' in arm.launch.log('dynamics_controller')
     finally:

@@ -28,7 +28,6 @@ import math
 import os
 import signal
 import sys
-import threading
 import time
 
 import rclpy
@@ -411,23 +410,54 @@ def tear_down(node, spinner, status):
     """Destroy the executor, the node and rclpy's context, bounded in time.
 
     The node has done its last act by now. rclpy's teardown has been seen to hang in
-    ``destroy_node`` (once in some hundred stops of the simulator under the events executor);
-    a process that outlives its stop looks dead-locked to its launcher, so after
-    TEARDOWN_TIMEOUT the process says so and exits with the status it would have had.
+    ``destroy_node`` (once in some hundred stops of the simulator under the events executor),
+    inside rcl with the GIL held, so no Python thread can act on it. After TEARDOWN_TIMEOUT,
+    faulthandler's watchdog (a C thread) writes where every thread is to stderr, and a C
+    library timer (``exit_later``) ends the process with the status it would have had: a
+    process that outlives its stop looks dead-locked to its launcher.
     """
-    name = node.get_name()
-
-    def give_up():
-        sys.stderr.write(f'[{name}] rclpy teardown took over '
-                         f'{TEARDOWN_TIMEOUT:.0f} s; exiting without it\n')
-        sys.stderr.flush()
-        sys.stdout.flush()
-        os._exit(status)
-
-    guard = threading.Timer(TEARDOWN_TIMEOUT, give_up)
-    guard.daemon = True
-    guard.start()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    faulthandler.dump_traceback_later(TEARDOWN_TIMEOUT, file=sys.stderr)
+    cancel = exit_later(TEARDOWN_TIMEOUT + 0.5, status)
     spinner.shutdown()
     node.destroy_node()
     rclpy.try_shutdown()
-    guard.cancel()
+    faulthandler.cancel_dump_traceback_later()
+    cancel()
+
+
+CLOCK_MONOTONIC, SIGEV_THREAD = 1, 2   # time.h, signal.h (Linux)
+
+
+class SigEvent(ctypes.Structure):
+    """``struct sigevent`` of Linux (64 bytes) for SIGEV_THREAD: the function and its argument."""
+
+    _fields_ = [('value', ctypes.c_void_p), ('signo', ctypes.c_int), ('notify', ctypes.c_int),
+                ('function', ctypes.c_void_p), ('attributes', ctypes.c_void_p),
+                ('padding', ctypes.c_byte * 32)]
+
+
+class TimeSpec(ctypes.Structure):
+    _fields_ = [('seconds', ctypes.c_long), ('nanoseconds', ctypes.c_long)]
+
+
+def exit_later(seconds, status):
+    """``_exit(status)`` after ``seconds``, from a thread of the C library; returns its cancel.
+
+    POSIX ``timer_create`` with SIGEV_THREAD calls ``_exit`` on a thread that never takes the
+    GIL, so the exit happens even while the main thread blocks in C holding it. Where the C
+    library has no ``timer_create`` (not Linux), nothing is armed.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if not sys.platform.startswith('linux') or not hasattr(libc, 'timer_create'):
+        return lambda: None
+    event = SigEvent(value=status, notify=SIGEV_THREAD,
+                     function=ctypes.cast(libc._exit, ctypes.c_void_p).value)
+    timer = ctypes.c_void_p()
+    if libc.timer_create(CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
+        return lambda: None
+    whole = int(seconds)
+    due = (TimeSpec * 2)(TimeSpec(0, 0), TimeSpec(whole, int((seconds - whole) * 1e9)))
+    libc.timer_settime(timer, 0, due, None)
+    return lambda: libc.timer_delete(timer)
