@@ -79,12 +79,17 @@ class Twin:
         self.nodes = [self._node(node_class, f'/{path}', {**params, **overrides})
                       for path in ('plain', 'fast')]
         self.commands, self.warnings, self.tips = ([], []), ([], []), ([], [])
+        self.states = ([], [])   # ~/controller_state's messages (the JointState parts here)
         for k, node in enumerate(self.nodes):
             self.spy(node, self.commands[k])
             node.warn = self.warnings[k].append
             if hasattr(node, 'task'):
                 node.task.tip_pose.publish = lambda msg, k=k: self.tips[k].append(
                     copy.deepcopy(msg))
+            for publisher in getattr(getattr(node, 'state', None), 'publishers', None) or ():
+                part = publisher.topic_name.rsplit('/', 1)[1]
+                publisher.publish = lambda msg, k=k, part=part: \
+                    self.states[k].append((part, copy.deepcopy(msg)))
 
     def spy(self, node, outputs):
         node.publisher.publish = outputs.append
@@ -154,6 +159,7 @@ class Twin:
         assert a == b
         assert self.warnings[0] == self.warnings[1]
         assert self.tips[0] == self.tips[1]
+        assert self.states[0] == self.states[1]
         laws = [node.task.law for node in self.nodes]
         if laws[0] is not None:   # the condition number /diagnostics reports
             assert np.array_equal(laws[0].condition, laws[1].condition, equal_nan=True)
@@ -294,6 +300,12 @@ def test_a_motion_gives_the_same_commands(ros, config):
                     targets(twin, k)
         assert len(served) == (299 if config in COMPILED else 0) and all(served)
         assert len(twin.commands[0]) == 300 * (1 if config in CONFIGS else 2)
+        if config in CONFIGS:   # ~/controller_state at 50 Hz: the first state, 14-15 more
+            parts = [part for part, _ in twin.states[0]]
+            published = parts.count('feedback')
+            assert published in (15, 16) and parts.count('output') == published
+            tracking = CONFIGS[config]['mode'] == 'computed_torque'
+            assert parts.count('reference') == parts.count('error') == tracking * published
         if config in CONFIGS and CONFIGS[config]['mode'] in TASK_MODES:
             # ~/tip_pose every TIP_POSE_PERIOD, on the states' 1 ms steps
             assert len(twin.tips[0]) >= 0.299 / (TIP_POSE_PERIOD + 1e-3)

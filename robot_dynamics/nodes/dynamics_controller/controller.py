@@ -6,7 +6,7 @@ callbacks and its cycle per state, glue around its components, modules of their 
 configuration (parameters -> Config), reference, command_output (rate limit, clamp,
 publication), watchdog (state loss, final command), reactions (collision, unstable loop),
 task_space, speed_limiter (PFL), command_cycle (the compiled path), trajectory_action
-(~/follow_joint_trajectory); contact_safety and payload
+(~/follow_joint_trajectory), controller_state (~/controller_state); contact_safety and payload
 are nodes.common's. The control laws are robot_dynamics.core.control and core.task_control.
 Behaviour, topics and parameters: doc/nodes/dynamics_controller.md.
 """
@@ -29,7 +29,8 @@ from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
 from ..common.node import ManagedArmNode, main as run_node
 from ..common.schema import load
-from . import command_cycle, configuration, speed_limiter, task_space, trajectory_action
+from . import (command_cycle, configuration, controller_state, speed_limiter, task_space,
+               trajectory_action)
 from .command_output import CommandOutput
 from .configuration import COMPUTED_TORQUE, GRAVITY_COMPENSATION
 from .reactions import Reactions
@@ -74,6 +75,12 @@ class DynamicsController(ManagedArmNode):
         self.reactions = Reactions(context)
         self.action = trajectory_action.TrajectoryAction(   # ~/follow_joint_trajectory
             context, self.reference, self.start_trajectory, self.tracking, self.hold)
+        self.state = controller_state.ControllerState(   # ~/controller_state
+            context, lambda: self.output.tau_last, lambda: self.limiter.s)
+        if not self.action.available:
+            self.get_logger().info(f'control_msgs is not importable: {trajectory_action.MISSING}; '
+                                   f'{controller_state.FALLBACK}')
+        self.tracked = None   # (q_d, q̇_d, q̈_d) computed torque tracked on the plain path
         self.velocity_filter = None
         self.create_service(Trigger, '~/reset', self.on_reset)
         self.start()
@@ -107,6 +114,7 @@ class DynamicsController(ManagedArmNode):
         self.cycle = None if plain_only else command_cycle.choose(
             config, self.arm.model, self.reader, self.output, self.arm.order)
         self.watchdog.configure(self.values['state_timeout'])
+        self.state.apply(self.values['controller_state.rate'])
 
     def warm_up(self):
         configuration.warm_up(self.config, self.arm, compiled=self.cycle is not None)
@@ -168,6 +176,8 @@ class DynamicsController(ManagedArmNode):
         self.output.published(status, now, stamp)
         self.output.beat(sec, nanosec)
         self.action.served(t, q, v)
+        if stamp >= self.state.due:
+            self.state.publish(stamp, q, v, target if tracking else None)
         self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
         return True
 
@@ -198,9 +208,13 @@ class DynamicsController(ManagedArmNode):
             self.warn(f'joint_states ignored: {error}')
             return
         # exact differences of stamps: integer nanoseconds
-        if self.output.publish(tau, q, self.seconds(), (sec * 10**9 + nanosec) or None):
+        stamp = sec * 10**9 + nanosec
+        if self.output.publish(tau, q, self.seconds(), stamp or None):
             self.output.beat(sec, nanosec)
             self.action.served(t, q, v)
+            stamp = stamp or round(t * 1e9)
+            if stamp >= self.state.due:
+                self.state.publish(stamp, q, v, self.tracked)
             self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def check_stamp(self, t):
@@ -253,6 +267,8 @@ class DynamicsController(ManagedArmNode):
                                 + ('' if reaction is Reaction.NONE else ' until ~/reset'))
 
     def control(self, q, v, t):
+        """τ for the state (q, v) stamped t; ``tracked``: the joint reference (None: none)."""
+        self.tracked = None
         if self.velocity_filter is not None and v is not None:
             v = self.velocity_filter(v, t)
         reaction = self.reactions.reaction()
@@ -264,8 +280,8 @@ class DynamicsController(ManagedArmNode):
             return self.task.control(q, v, t)
         if v is None:
             raise BadInput('computed_torque needs joint velocities')
-        reference = self.reference.at(t)
-        tau = self.config.computed_torque(q, v, *self.limiter.sample(reference, t, q, v), t=t)
+        self.tracked = self.limiter.sample(self.reference.at(t), t, q, v)
+        tau = self.config.computed_torque(q, v, *self.tracked, t=t)
         if not all_finite(tau):
             self.diagnostics.count('non_finite_commands')
             self.get_logger().error('non-finite computed torque: holding the measured position, '

@@ -9,7 +9,8 @@ aborted at once with an error code and a message (what MoveIt's controller manag
 The goal is watched on the joint states the controller serves (``served``, on their clock):
 each state is checked against the path tolerances and, after the trajectory's end, against the
 goal tolerances; feedback goes out every FEEDBACK_PERIOD of state time. It is served only where
-control_msgs imports; else the controller says so once at start and serves the topic alone.
+control_msgs imports; else the controller says so once at start (``MISSING``) and serves the
+topic alone.
 """
 import numpy as np
 from rclpy.action import CancelResponse, GoalResponse
@@ -20,6 +21,7 @@ from ..common.joint_states import BadInput, to_array
 
 FEEDBACK_PERIOD = 0.02   # s of state time between feedback messages: 50 Hz
 ACTION = '~/follow_joint_trajectory'
+MISSING = f'{ACTION} is not served (~/joint_trajectory is)'
 
 
 def import_action():
@@ -107,13 +109,16 @@ class TrajectoryAction:
         self.start_trajectory, self.tracking, self.hold = start_trajectory, tracking, hold
         self.action = import_action()
         if self.action is None:
-            context.logger.info(f'control_msgs is not importable: {ACTION} is not served '
-                                '(~/joint_trajectory is)')
             return
         self.server = context.create_action_server(
             self.action, ACTION, execute_callback=self.execute,
             goal_callback=lambda request: GoalResponse.ACCEPT,
             cancel_callback=lambda handle: CancelResponse.ACCEPT)
+
+    @property
+    def available(self):
+        """True where control_msgs imports (the action is served)."""
+        return self.action is not None
 
     async def execute(self, handle):
         """Run one goal: refused at once, or watched on the states until its result."""

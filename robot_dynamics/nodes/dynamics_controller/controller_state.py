@@ -1,0 +1,110 @@
+"""~/controller_state: what dynamics_controller tracked and commanded, decimated from its states.
+
+A component of the controller, built with its Context: it owns the ``controller_state.rate``
+parameter's publication. Of the joint states the controller serves (on either path) it takes
+the first at or after each multiple of the period on the states' clock (integer nanoseconds:
+exactly every 20th state of a 1 kHz arm at 50 Hz) and publishes, in the model's joint order,
+the reference the law tracked, the measured state (feedback), error = reference - feedback and
+the effort command published for that state (output). A mode without a joint reference
+(gravity compensation, the task-space modes) leaves reference and error empty.
+
+Where control_msgs imports, one ``control_msgs/msg/JointTrajectoryControllerState``; elsewhere
+one ``sensor_msgs/JointState`` per part on ``~/controller_state/<part>`` (``FALLBACK``).
+Off (rate 0) it creates nothing and the controller's check per state is one comparison with
+``due`` (inf).
+"""
+import math
+
+from sensor_msgs.msg import JointState
+
+from ..common.joint_states import to_array
+
+TOPIC = '~/controller_state'
+PARTS = ('reference', 'feedback', 'error', 'output')
+FALLBACK = (f'{TOPIC} is sensor_msgs/JointState on {TOPIC}/' + '{' + ','.join(PARTS) + '}')
+
+
+def import_state():
+    """control_msgs' JointTrajectoryControllerState, None where control_msgs does not import."""
+    try:
+        from control_msgs.msg import JointTrajectoryControllerState
+    except ImportError:
+        return None
+    return JointTrajectoryControllerState
+
+
+class ControllerState:
+    """The controller's state publication; ``due``: stamp (ns) of the next state to publish.
+
+    ``command()``: the last command published (model order); ``scaling()``: the trajectory's
+    speed scaling (power and force limiting), 1 when none.
+    """
+
+    def __init__(self, context, command, scaling):
+        self.context, self.command, self.scaling = context, command, scaling
+        self.type = import_state()
+        self.publishers = None
+        self.period = self.due = math.inf   # ns
+
+    @property
+    def available(self):
+        """True where control_msgs imports (else the JointState fallback)."""
+        return self.type is not None
+
+    def apply(self, rate):
+        """Publish at ``rate`` Hz of state time (0: off); the publishers at the first rate > 0."""
+        if rate <= 0.0:
+            self.period = self.due = math.inf
+            return
+        if self.publishers is None:
+            create = self.context.create_publisher
+            self.publishers = [create(self.type, TOPIC, 10)] if self.available else \
+                [create(JointState, f'{TOPIC}/{part}', 10) for part in PARTS]
+        self.period, self.due = round(1e9 / rate), 0
+
+    def publish(self, stamp, q, v, reference):
+        """The state stamped ``stamp`` (ns), served with q, v (None: none) tracking ``reference``.
+
+        reference: (q_d, q̇_d, q̈_d) of the law, None in a mode without a joint reference.
+        """
+        self.due = (stamp // self.period + 1) * self.period
+        sec, nanosec = divmod(stamp, 10**9)
+        names = list(self.context.arm().model.joint_names)
+        parts = {'feedback': (q, v), 'output': (None, None, None, self.command())}
+        if reference is not None:
+            qd, vd, ad = reference
+            parts['reference'] = (qd, vd, ad)
+            parts['error'] = (qd - q, None if v is None else vd - v)
+        if self.available:
+            self.publishers[0].publish(self.message(sec, nanosec, names, parts))
+            return
+        for part, publisher in zip(PARTS, self.publishers):
+            if part in parts:
+                publisher.publish(joint_state(sec, nanosec, names, *parts[part]))
+
+    def message(self, sec, nanosec, names, parts):
+        msg = self.type(joint_names=names, speed_scaling_factor=float(self.scaling()))
+        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+        for part, values in parts.items():
+            fill(getattr(msg, part), *values)
+        return msg
+
+
+def fill(point, positions=None, velocities=None, accelerations=None, effort=None):
+    """A trajectory_msgs/JointTrajectoryPoint's fields from the arrays given (None: empty)."""
+    for field, values in (('positions', positions), ('velocities', velocities),
+                          ('accelerations', accelerations), ('effort', effort)):
+        if values is not None:
+            setattr(point, field, to_array(values))
+
+
+def joint_state(sec, nanosec, names, positions=None, velocities=None, accelerations=None,
+                effort=None):
+    """A fallback's sensor_msgs/JointState: position, velocity, effort (no accelerations)."""
+    msg = JointState(name=names)
+    msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+    for field, values in (('position', positions), ('velocity', velocities),
+                          ('effort', effort)):
+        if values is not None:
+            setattr(msg, field, to_array(values))
+    return msg
