@@ -211,8 +211,11 @@ class Launch:
         return '\n'.join(f'--- {n} ---\n{self.log(n)[-3000:]}' for n in self.names)
 
     def wait_for_log(self, name, text, timeout=20.0):
-        """Whether node ``name`` logs ``text`` within ``timeout`` s (a line may trail the topic
-        traffic it is about: the probe can see a command before its receiver has logged it)."""
+        """Return whether node ``name`` logs ``text`` within ``timeout`` s.
+
+        A line may trail the topic traffic it is about: the probe can see a command before its
+        receiver has logged it.
+        """
         deadline = time.monotonic() + timeout
         while text not in self.log(name):
             if time.monotonic() > deadline:

@@ -36,6 +36,7 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
+from robot_dynamics.nodes.dynamics_controller import controller_state
 from robot_dynamics.nodes.dynamics_controller.command_cycle import CommandCycle
 from robot_dynamics.nodes.dynamics_controller.task_space import MODES as TASK_MODES, TIP_POSE_PERIOD
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
@@ -71,6 +72,20 @@ FUZZ = settings(max_examples=25, deadline=None, database=None, derandomize=True,
                 suppress_health_check=list(HealthCheck))
 
 
+def state_parts(topic, msg):
+    """(part, msg) for each part of the controller state a message published on ``topic`` carries.
+
+    A JointState fallback (``~/controller_state/<part>``) is one part. A control_msgs
+    JointTrajectoryControllerState (``~/controller_state``, where control_msgs imports: once a
+    test of this session has built it) carries each of its points that is not empty.
+    """
+    if topic != 'controller_state':
+        return [(topic, msg)]
+    fields = ('positions', 'velocities', 'accelerations', 'effort')
+    return [(part, msg) for part in controller_state.PARTS
+            if any(len(getattr(getattr(msg, part), f)) for f in fields)]
+
+
 class Twin:
     """Two controllers, plain and fast, driven alike; their outputs recorded."""
 
@@ -79,7 +94,7 @@ class Twin:
         self.nodes = [self._node(node_class, f'/{path}', {**params, **overrides})
                       for path in ('plain', 'fast')]
         self.commands, self.warnings, self.tips = ([], []), ([], []), ([], [])
-        self.states = ([], [])   # ~/controller_state's messages (the JointState parts here)
+        self.states = ([], [])   # ~/controller_state's (part, message) pairs (``state_parts``)
         for k, node in enumerate(self.nodes):
             self.spy(node, self.commands[k])
             node.warn = self.warnings[k].append
@@ -89,7 +104,7 @@ class Twin:
             for publisher in getattr(getattr(node, 'state', None), 'publishers', None) or ():
                 part = publisher.topic_name.rsplit('/', 1)[1]
                 publisher.publish = lambda msg, k=k, part=part: \
-                    self.states[k].append((part, copy.deepcopy(msg)))
+                    self.states[k].extend(state_parts(part, copy.deepcopy(msg)))
 
     def spy(self, node, outputs):
         node.publisher.publish = outputs.append

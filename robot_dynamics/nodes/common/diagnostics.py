@@ -64,6 +64,7 @@ class Diagnostics:
         self.max_latency, self._maxed = np.zeros(len(latencies)), 0   # folded in at each report
         self._received, self._since = 0, node.seconds()
         self.last_rate = 0.0   # the rate of the report being made (the node's health reads it)
+        self._stamp = None     # the last report's
         node.create_timer(period, self.publish)
 
     def count(self, what, n=1):
@@ -86,6 +87,14 @@ class Diagnostics:
         return rate
 
     def publish(self):
+        """Publish one report stamped with the node's time, none if it has not moved since the last.
+
+        Under use_sim_time, rclpy may run the timer twice at one /clock (seen at the first).
+        """
+        stamp = self.node.get_clock().now().to_msg()
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
         self.last_rate = self.rate()
         level, message, values = self.node.health()
         self.max_latency = np.maximum(self.max_latency, self.latency.maxima(self._maxed))
@@ -98,7 +107,7 @@ class Diagnostics:
                                   message=message, hardware_id=self.node.values['tip'],
                                   values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
         array = DiagnosticArray(status=[status])
-        array.header.stamp = self.node.get_clock().now().to_msg()
+        array.header.stamp = stamp
         self.publisher.publish(array)
 
 
