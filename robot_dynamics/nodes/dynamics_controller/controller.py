@@ -184,7 +184,9 @@ class DynamicsController(ManagedArmNode):
             return None
         q, v, effort, (sec, nanosec) = state
         t = (sec + 1e-9 * nanosec) or self.clock_time()
-        self.check_stamp(t)
+        error = self.stamp_error(t, self.seconds())
+        if error is not None:
+            raise BadInput(error)
         self.accept(q, v, effort, t)
         self.detect_collision(q, v, effort, t)
         tau = self.control(q, v, t)
@@ -203,16 +205,10 @@ class DynamicsController(ManagedArmNode):
             self.state.publish(stamp, q, v, self.tracked)
         self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
-    def check_stamp(self, t):
-        """Out of order or a clock jump while commanding: BadInput (see the module docstring)."""
-        if not self.watchdog.commanding or self.t_last is None:
-            return
-        error = self.stamp_error(t, self.seconds())
-        if error is not None:
-            raise BadInput(error)
-
     def stamp_error(self, t, now):
         """Why a state stamped t, at the node's time now, is refused while commanding (or None)."""
+        if not self.watchdog.commanding or self.t_last is None:
+            return None
         if t < self.t_last:
             return f'out of order: stamped {self.t_last - t:.4f} s before the newest'
         allowed = now - self.watchdog.last_state + self.values['state_timeout']
