@@ -45,3 +45,14 @@ def test_ping_pong_answers_every_state(ros, tmp_path, label):
         nodes.stop(target)
     assert result['answered'] == 200 and result['lost'] == 0
     assert result['cpu_us'] > 0 and 0 < result['median_us'] <= result['p99_us']
+
+
+def test_callback_costs_serve_every_state_on_both_paths(ros):
+    """The in-process callback measurement runs on the controller as it is (no timing asserted).
+
+    Each mode's states are served (none rejected: ``callback_costs`` asserts it) on both paths.
+    """
+    costs = nodes.callback_costs(modes=('computed_torque', 'cartesian_impedance'), rounds=1,
+                                 states=5)
+    assert set(costs) == {'computed_torque', 'cartesian_impedance'}
+    assert all(set(c) == {'fast', 'plain'} and min(c.values()) > 0 for c in costs.values())

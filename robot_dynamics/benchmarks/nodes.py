@@ -329,8 +329,8 @@ def callback_costs(modes=('computed_torque', 'gravity_compensation', 'cartesian_
     for mode in modes:
         node = DynamicsController(namespace=f'/callback_{mode}', parameter_overrides=[
             Parameter(k, value=x) for k, x in {**values, 'mode': mode}.items()])
-        node.publisher.publish = node.task.tip_pose.publish = node.heartbeat.publish = \
-            lambda _: None
+        node.publisher.publish = node.task.tip_pose.publish = \
+            node.output.heartbeat.publish = lambda _: None
         cases = {'fast': lambda: node.on_serialized_joint_state(data),
                  'plain': lambda: node.on_joint_state(deserialize_message(data, JointState))}
         times = {path: [] for path in cases}

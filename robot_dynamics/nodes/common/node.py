@@ -44,7 +44,7 @@ from std_msgs.msg import String
 from ...run import LAUNCHER
 from .arm import ArmBuilder
 from .context import Context
-from .joint_states import DESCRIPTION_QOS, state_qos
+from .joint_states import DESCRIPTION_QOS, BadInput, state_qos
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
 
 
@@ -224,10 +224,10 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
     """An ArmNode that answers joint states, with the managed-node lifecycle (module docstring).
 
     Subclasses subscribe with ``subscribe_joint_states(depth)``, set ``reader`` (a
-    CdrJointStateReader), define ``run_cycle(data)`` (the compiled cycle: True if it served
-    the state) and ``on_state(read, msg, serialized)`` (the plain path), call ``start()`` last
-    in their constructor (instead of ``load_model``), and have ``finish()`` (the last act of an
-    active node) and ``clear()`` (forget the configuration).
+    CdrJointStateReader) and ``diagnostics``, define the steps of the state loop ``on_state``
+    (``compiled``, ``interpreted``, ``after``), call ``start()`` last in their constructor
+    (instead of ``load_model``), and have ``finish()`` (the last act of an active node) and
+    ``clear()`` (forget the configuration).
     """
 
     def __init__(self, name, **options):
@@ -253,17 +253,47 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
         return False
 
     def on_joint_state(self, msg):
-        """A deserialized JointState (the plain path): the outputs go out as messages."""
+        """A deserialized JointState: the state loop; the outputs go out as messages."""
         if not self.waits():
-            self.on_state(self.reader.read_stamped, msg, False)
+            self.on_state(msg, False)
 
     def on_serialized_joint_state(self, data):
-        """A JointState's CDR bytes: the compiled cycle, else the plain path on the bytes.
+        """A JointState's CDR bytes (the fast path): the state loop; the outputs serialized."""
+        if not self.waits():
+            self.on_state(data, True)
 
-        The outputs go out serialized.
+    def on_state(self, msg, serialized):
+        """The state loop, once for every node and transport: read, accept, compute, write, after.
+
+        ``compiled(data)`` reads, computes and writes the bytes of a state in one compiled call
+        where the configuration has a compiled cycle and the state is one it serves, else
+        declines (None) and ``interpreted(msg, serialized)`` reads the state (``read``), accepts
+        it and computes and writes its outputs in Python. Either returns what ``after`` needs
+        (None: nothing was published) and calls the node's one ``accept`` on the state; a
+        BadInput from either rejects the state with its reason.
         """
-        if not self.waits() and not self.run_cycle(data):
-            self.on_state(self.reader.read_cdr, data, True)
+        received = time.perf_counter()   # wall time: this process's compute time per state
+        self.diagnostics.received()
+        if self.config is None:
+            return
+        try:
+            served = (serialized and self.compiled(msg)) or self.interpreted(msg, serialized)
+        except BadInput as error:
+            self.diagnostics.count('rejected_states')
+            self.warn(f'joint_states ignored: {error}')
+            return
+        if served is not None:
+            self.after(received, *served)
+
+    def read(self, msg, serialized, ours_at):
+        """(q, q̇, effort, (sec, nanosec)) of the state, or None for another arm's (said so).
+
+        ``ours_at``: when the node last accepted one of its own arm's states.
+        """
+        state = (self.reader.read_cdr if serialized else self.reader.read_stamped)(msg)
+        if state is None:
+            self.foreign_state(self.reader.message_names, ours_at, self.seconds())
+        return state
 
     def start(self):
         """autostart: configure (a refusal raises ConfigError: the process ends) and activate."""

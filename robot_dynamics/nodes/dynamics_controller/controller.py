@@ -136,97 +136,79 @@ class DynamicsController(ManagedArmNode):
         if self.config is not None:
             self.config.computed_torque.reset()
 
-    # -- inputs --------------------------------------------------------------------------------
-    def run_cycle(self, data):
-        """The state through the compiled cycle, if it serves it; False: it left it untouched.
+    # -- the state loop's steps (ManagedArmNode.on_state) --------------------------------------
+    def compiled(self, data):
+        """The compiled cycle on the bytes ``data``: what ``after`` needs, or None (declined).
 
         It serves a state while commanding in its configuration (``command_cycle.choose``), with no
         collision latched and no trajectory or task target on PFL's scaled clock, stamped in
-        order; it does what ``on_state`` does for such a state.
+        order; it leaves any other state untouched for ``interpreted``.
         """
         cycle, limiter = self.cycle, self.limiter
-        header = cdr.header_stamp(data)
-        if cycle is None or not self.watchdog.commanding or header is None \
+        if cycle is None or not self.watchdog.commanding \
                 or self.reactions.reaction() is not Reaction.NONE \
                 or limiter.enabled or limiter.reference is not None:
-            return False
-        received = time.perf_counter()   # wall time: this process's compute time per state
+            return None
+        header = cdr.header_stamp(data)
+        if header is None:
+            return None
         sec, nanosec = header
         t, now = sec + 1e-9 * nanosec, self.seconds()
         if not t or self.stamp_error(t, now) is not None:
-            return False
+            return None
         stamp = sec * 10**9 + nanosec
         tracking, task = cycle.law == command_cycle.COMPUTED_TORQUE, cycle.law == command_cycle.TASK
         target = self.reference.at(t).sample(t) if tracking else \
             self.task.cycle_target() if task else None
         if task and target is None:
-            return False
+            return None
+        self.output.serialized = True
         status = cycle.run(data, target, self.output.effort_step(now, stamp))
         if status < 0:
-            return False
+            return None
         q, v, effort = cycle.state()
-        self.diagnostics.received()
-        self.output.serialized, self.t_last, self.q_last = True, t, q
-        self.watchdog.accepted(now)
+        self.accept(q, v, effort, t)
+        self.tracked = target if tracking else None
         if tracking:
             limiter.state = (q, v)
-        self.identification.add(q, v, effort)
         if task:
             self.task.served(q, v, t, cycle.condition[0])
         self.output.published(status, now, stamp)
-        self.output.beat(sec, nanosec)
-        self.action.served(t, q, v)
-        if stamp >= self.state.due:
-            self.state.publish(stamp, q, v, target if tracking else None)
-        self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
-        return True
+        return t, q, v, header
 
-    def on_state(self, read, msg, serialized):
-        """One joint state, read by ``read``: checks, control law, command (both paths)."""
-        received = time.perf_counter()   # wall time: this process's compute time per state
-        self.diagnostics.received()
-        if self.config is None:
-            self.get_logger().warning('no model yet: waiting for robot_description',
-                                      throttle_duration_sec=2.0)
-            return
+    def interpreted(self, msg, serialized):
+        """The state in Python: read, checks, control law, command; None if none was published."""
         self.output.serialized = serialized
-        try:
-            state = read(msg)
-            if state is None:
-                self.foreign_state(self.reader.message_names, self.watchdog.last_state,
-                                   self.seconds())
-                return
-            q, v, effort, (sec, nanosec) = state
-            t = (sec + 1e-9 * nanosec) or self.clock_time()
-            self.check_stamp(t)
-            self.on_valid_state(q, t)
-            self.identification.add(q, v, effort)
-            self.detect_collision(q, v, effort, t)
-            tau = self.control(q, v, t)
-        except BadInput as error:
-            self.diagnostics.count('rejected_states')
-            self.warn(f'joint_states ignored: {error}')
-            return
-        # exact differences of stamps: integer nanoseconds
-        stamp = sec * 10**9 + nanosec
-        if self.output.publish(tau, q, self.seconds(), stamp or None):
-            self.output.beat(sec, nanosec)
-            self.action.served(t, q, v)
-            stamp = stamp or round(t * 1e9)
-            if stamp >= self.state.due:
-                self.state.publish(stamp, q, v, self.tracked)
-            self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
-
-    def check_stamp(self, t):
-        """Out of order or a clock jump while commanding: BadInput (see the module docstring)."""
-        if not self.watchdog.commanding or self.t_last is None:
-            return
+        state = self.read(msg, serialized, self.watchdog.last_state)
+        if state is None:
+            return None
+        q, v, effort, (sec, nanosec) = state
+        t = (sec + 1e-9 * nanosec) or self.clock_time()
         error = self.stamp_error(t, self.seconds())
         if error is not None:
             raise BadInput(error)
+        self.accept(q, v, effort, t)
+        self.detect_collision(q, v, effort, t)
+        tau = self.control(q, v, t)
+        # exact differences of stamps: integer nanoseconds
+        if not self.output.publish(tau, q, self.seconds(), (sec * 10**9 + nanosec) or None):
+            return None
+        return t, q, v, (sec, nanosec)
+
+    def after(self, received, t, q, v, header):
+        """What every published command is followed by: heartbeat, action, state, timing."""
+        sec, nanosec = header
+        self.output.beat(sec, nanosec)
+        self.action.served(t, q, v)
+        stamp = sec * 10**9 + nanosec or round(t * 1e9)
+        if stamp >= self.state.due:
+            self.state.publish(stamp, q, v, self.tracked)
+        self.diagnostics.time(time.perf_counter() - received, self.clock_time() - t)
 
     def stamp_error(self, t, now):
         """Why a state stamped t, at the node's time now, is refused while commanding (or None)."""
+        if not self.watchdog.commanding or self.t_last is None:
+            return None
         if t < self.t_last:
             return f'out of order: stamped {self.t_last - t:.4f} s before the newest'
         allowed = now - self.watchdog.last_state + self.values['state_timeout']
@@ -235,7 +217,8 @@ class DynamicsController(ManagedArmNode):
                     'node time and state_timeout)')
         return None
 
-    def on_valid_state(self, q, t):
+    def accept(self, q, v, effort, t):
+        """The state (q, q̇, effort) stamped t is the newest: watchdog, reference, sample."""
         self.t_last = t
         self.watchdog.accepted(self.seconds())
         if not self.watchdog.commanding and self.q_last is not None:
@@ -248,6 +231,7 @@ class DynamicsController(ManagedArmNode):
         self.q_last = q
         if self.reference.current is None:
             self.reference.hold(q)
+        self.identification.add(q, v, effort)
 
     def detect_collision(self, q, v, effort, t):
         """One observer and detector sample; on a new collision, start the reaction."""

@@ -146,64 +146,50 @@ class WrenchEstimator(ManagedArmNode):
             estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame or '',
                                     self.config.reference, self.arm.order)
 
-    def run_cycle(self, data):
-        """The state through the compiled cycle, if it serves it; False: it left it untouched.
+    # -- the state loop's steps (ManagedArmNode.on_state) --------------------------------------
+    def compiled(self, data):
+        """The compiled cycle on the bytes ``data``: what ``after`` needs, or None (declined).
 
         It serves a state that continues the observer's integration (the previous one accepted,
-        0 < dt <= the longest step), measured as joint torques on a model without mimic joints,
-        and does what ``on_state`` does for it.
+        0 < dt <= the longest step), measured as joint torques on a model without mimic joints;
+        it leaves any other state untouched for ``interpreted``.
         """
         anchor = self.observer.anchor if self.cycle is not None else None
         header = cdr.header_stamp(data)
         if anchor is None or anchor[1] is None or self.last_stamp is None or header is None:
-            return False
-        received = time.perf_counter()   # wall time: this process's compute time per state
+            return None
         sec, nanosec = header
         stamp = sec + 1e-9 * nanosec
         dt = stamp - self.last_stamp   # max_dt: state_timeout or less (max_gap)
         if not (stamp and 0.0 < dt <= self.observer.max_dt):
-            return False
+            return None
         tau_ext = self.cycle.run(data, dt)
         if tau_ext is None:
-            return False
+            return None
         q, v, effort = self.cycle.state()
-        self.diagnostics.received()
-        self.last_stamp, self.q_last, self.last_state = stamp, q, self.seconds()
-        self.check_singularity(q, v, effort)
+        self.accept(q, stamp)
         torques, wrench = self.writers
         self.torque_publisher.publish(torques.serialized(sec, nanosec))
         if self.config.frame is not None:
             self.wrench_publisher.publish(wrench.serialized(sec, nanosec))
-        self.detect(stamp, tau_ext, q)
-        self.diagnostics.time(time.perf_counter() - received)
-        return True
+        return stamp, tau_ext, q, v, effort
 
-    def on_state(self, read, msg, serialized):
-        """One joint state, read by ``read``: observer, wrench, publication (both paths)."""
-        received = time.perf_counter()   # wall time: this process's compute time per state
-        self.diagnostics.received()
-        if self.config is None:
-            return
-        try:
-            state = read(msg)
-            if state is None:
-                self.foreign_state(self.reader.message_names, self.last_state, self.seconds())
-                return
-            q, v, effort, (sec, nanosec) = state
-            if v is None or effort is None:
-                raise BadInput('the observer needs velocity and effort for every joint')
-            effort = self.config.profile.joint_torque(q, effort)
-        except BadInput as error:
-            self.diagnostics.count('rejected_states')
-            self.warn(f'joint_states ignored: {error}')
-            return
+    def interpreted(self, msg, serialized):
+        """The state in Python: read, observer, wrench, publication; None if none was published."""
+        state = self.read(msg, serialized, self.last_state)
+        if state is None:
+            return None
+        q, v, effort, (sec, nanosec) = state
+        if v is None or effort is None:
+            raise BadInput('the observer needs velocity and effort for every joint')
+        effort = self.config.profile.joint_torque(q, effort)
         stamp = (sec + 1e-9 * nanosec) or self.clock_time()
         dt = 0.0 if self.last_stamp is None else stamp - self.last_stamp
         if self.last_stamp is not None and not 0.0 < dt <= self.values['state_timeout']:
             self.diagnostics.count('observer_restarts')
             self.get_logger().warning(f'joint_states {dt:+.3f} s after the previous one: '
                                       'observer restarted', throttle_duration_sec=1.0)
-        self.last_stamp, self.q_last, self.last_state = stamp, q, self.seconds()
+        self.accept(q, stamp)
         try:   # huge finite values (1e300) overflow to Inf inside the observer
             with np.errstate(all='ignore'):
                 tau_ext = self.observer.update(q, v, effort, dt)
@@ -218,9 +204,17 @@ class WrenchEstimator(ManagedArmNode):
             self.last_stamp = None
             self.diagnostics.count('observer_restarts')
             self.warn(f'joint_states overflowed the observer ({error}): restarted, not published')
-            return
-        self.check_singularity(q, v, effort)
+            return None
         self.publish(sec, nanosec, tau_ext, wrench, serialized)
+        return stamp, tau_ext, q, v, effort
+
+    def accept(self, q, stamp):
+        """The state at q stamped ``stamp`` is the newest the observer integrated."""
+        self.last_stamp, self.q_last, self.last_state = stamp, q, self.seconds()
+
+    def after(self, received, stamp, tau_ext, q, v, effort):
+        """What every published estimate is followed by: checks, collision detection, timing."""
+        self.check_singularity(q, v, effort)
         self.detect(stamp, tau_ext, q)
         self.diagnostics.time(time.perf_counter() - received)
 
