@@ -55,6 +55,42 @@ def test_a_hung_teardown_ends_the_process_with_its_status():
         assert TEARDOWN_TIMEOUT <= took < TEARDOWN_TIMEOUT + 30
 
 
+REFUSED = textwrap.dedent("""
+    import atexit
+    import ctypes
+    import sys
+    from rclpy.node import Node
+    from robot_dynamics.nodes.common.node import main
+    from robot_dynamics.nodes.common.parameters import ConfigError
+
+    class Refused(Node):
+        NAME = 'refused_node'
+
+        def __init__(self):
+            super().__init__(self.NAME)
+            # the interpreter's exit hangs in C with the GIL held, as rclpy's teardown can
+            atexit.register(lambda: ctypes.PyDLL(None).sleep(3600))
+            raise ConfigError('refused at start')
+
+    sys.exit(main(Refused, ['refused']))
+""")
+
+
+def test_a_node_refused_at_start_ends_with_status_1_though_its_exit_hangs():
+    """The start-up refusal's exit is bounded as a stop's teardown is (``end_early``)."""
+    domain, lock = ros_run.allocate_domain_id()
+    env = ros_run.loopback_environment(domain, tempfile.mkdtemp(prefix='robot_dynamics_test_'))
+    start = time.monotonic()
+    with lock:
+        done = subprocess.run([sys.executable, '-c', REFUSED], capture_output=True, text=True,
+                              timeout=60, env=env)
+    took = time.monotonic() - start
+    assert done.returncode == 1, done.stderr
+    assert 'refused at start' in done.stderr
+    assert 'Timeout (0:00:05)!' in done.stderr   # faulthandler's watchdog saw the hang
+    assert TEARDOWN_TIMEOUT <= took < TEARDOWN_TIMEOUT + 30
+
+
 LAUNCHER = textwrap.dedent("""
     import os, sys, time
     from robot_dynamics import bringup, run

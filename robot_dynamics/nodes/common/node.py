@@ -397,12 +397,10 @@ def main(node_class, args=None):
         running.append(True)
     except (ConfigError, ParameterException) as error:
         rclpy.logging.get_logger(node_class.NAME).fatal(str(error))
-        rclpy.try_shutdown()
-        return 1
+        return end_early(1)
     except KeyboardInterrupt:
         rclpy.logging.get_logger(node_class.NAME).info('stopped while starting')
-        rclpy.try_shutdown()
-        return 0
+        return end_early(0)
     spinner = executor()
     spinner.add_node(node)
     status = 1   # an exception out of spin
@@ -455,6 +453,21 @@ def tear_down(node, spinner, status):
     rclpy.try_shutdown()
     faulthandler.cancel_dump_traceback_later()
     cancel()
+
+
+def end_early(status):
+    """End a process whose node was never built whole: ``status``, within TEARDOWN_TIMEOUT.
+
+    The partly built node's handles go with the interpreter's exit, where rclpy's teardown can
+    hang as in ``tear_down`` (seen once: a refused recorder still running after 90 s). The
+    guard stays armed through that exit.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    faulthandler.dump_traceback_later(TEARDOWN_TIMEOUT, file=sys.stderr)
+    exit_later(TEARDOWN_TIMEOUT + 0.5, status)
+    rclpy.try_shutdown()
+    return status
 
 
 CLOCK_MONOTONIC, SIGEV_THREAD = 1, 2   # time.h, signal.h (Linux)
