@@ -444,14 +444,10 @@ def tear_down(node, spinner, status):
     library timer (``exit_later``) ends the process with the status it would have had: a
     process that outlives its stop looks dead-locked to its launcher.
     """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    faulthandler.dump_traceback_later(TEARDOWN_TIMEOUT, file=sys.stderr)
-    cancel = exit_later(TEARDOWN_TIMEOUT + 0.5, status)
+    cancel = exit_guard(status)
     spinner.shutdown()
     node.destroy_node()
     rclpy.try_shutdown()
-    faulthandler.cancel_dump_traceback_later()
     cancel()
 
 
@@ -462,12 +458,25 @@ def end_early(status):
     hang as in ``tear_down`` (seen once: a refused recorder still running after 90 s). The
     guard stays armed through that exit.
     """
+    exit_guard(status)
+    rclpy.try_shutdown()
+    return status
+
+
+def exit_guard(status):
+    """After TEARDOWN_TIMEOUT: where every thread is, to stderr; then ``_exit(status)``.
+
+    Both act without the GIL (faulthandler's C watchdog, ``exit_later``). Returns the cancel.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
     faulthandler.dump_traceback_later(TEARDOWN_TIMEOUT, file=sys.stderr)
-    exit_later(TEARDOWN_TIMEOUT + 0.5, status)
-    rclpy.try_shutdown()
-    return status
+    cancel_exit = exit_later(TEARDOWN_TIMEOUT + 0.5, status)
+
+    def cancel():
+        faulthandler.cancel_dump_traceback_later()
+        cancel_exit()
+    return cancel
 
 
 CLOCK_MONOTONIC, SIGEV_THREAD = 1, 2   # time.h, signal.h (Linux)
