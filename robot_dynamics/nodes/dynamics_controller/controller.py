@@ -167,7 +167,7 @@ class DynamicsController(ManagedArmNode):
         if status < 0:
             return None
         q, v, effort = cycle.state()
-        self.accept(q, v, effort, t)
+        self.accept(q, v, effort, t, now)
         self.tracked = target if tracking else None
         if tracking:
             limiter.state = (q, v)
@@ -183,11 +183,11 @@ class DynamicsController(ManagedArmNode):
         if state is None:
             return None
         q, v, effort, (sec, nanosec) = state
-        t = (sec + 1e-9 * nanosec) or self.clock_time()
-        error = self.stamp_error(t, self.seconds())
+        t, now = (sec + 1e-9 * nanosec) or self.clock_time(), self.seconds()
+        error = self.stamp_error(t, now)
         if error is not None:
             raise BadInput(error)
-        self.accept(q, v, effort, t)
+        self.accept(q, v, effort, t, now)
         self.detect_collision(q, v, effort, t)
         tau = self.control(q, v, t)
         # exact differences of stamps: integer nanoseconds
@@ -217,10 +217,13 @@ class DynamicsController(ManagedArmNode):
                     'node time and state_timeout)')
         return None
 
-    def accept(self, q, v, effort, t):
-        """The state (q, q̇, effort) stamped t is the newest: watchdog, reference, sample."""
+    def accept(self, q, v, effort, t, now):
+        """The state (q, q̇, effort) stamped t is the newest: watchdog, reference, sample.
+
+        now: the node's time it was taken at (``seconds``, read once per state).
+        """
         self.t_last = t
-        self.watchdog.accepted(self.seconds())
+        self.watchdog.accepted(now)
         if not self.watchdog.commanding and self.q_last is not None:
             self.get_logger().info('joint states are back: commanding again')
             self.reference.hold(q)
