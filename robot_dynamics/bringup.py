@@ -29,6 +29,9 @@ MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'oper
 SIMULATED_STATE_TIMEOUT = 0.5  # s
 # ... and, as a simulator running the controller inside its step, the simulated arm runs in lock
 # step with its controller (arm_simulator's lock_step): its figures do not depend on the load.
+# The controller and the estimator run on the simulator's /clock (use_sim_time), so that every
+# interval they act on (the rate limit's dt, the state timeout, trajectory sampling) is the arm's.
+SIM_TIME = {'use_sim_time': True}
 
 # setup -> nodes (executable == node name) with their setup-specific parameters
 SETUPS = {
@@ -37,8 +40,9 @@ SETUPS = {
     'wrench_estimation': {'wrench_estimator': {}},
     'simulated_arm': {'arm_simulator': {'command_timeout': SIMULATED_STATE_TIMEOUT,
                                         'lock_step': True},
-                      'dynamics_controller': {'state_timeout': SIMULATED_STATE_TIMEOUT},
-                      'wrench_estimator': {'state_timeout': SIMULATED_STATE_TIMEOUT}},
+                      'dynamics_controller': {'state_timeout': SIMULATED_STATE_TIMEOUT,
+                                              **SIM_TIME},
+                      'wrench_estimator': {'state_timeout': SIMULATED_STATE_TIMEOUT, **SIM_TIME}},
 }
 
 # launch arguments: name -> (default, description); every setup takes all of them
