@@ -31,7 +31,7 @@ from robot_dynamics.nodes.dynamics_controller.command_output import RATE_SLACK
 from robot_dynamics.nodes.dynamics_controller.controller import DynamicsController
 from robot_dynamics.nodes.common.joint_states import wrench_message
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
-from ros_harness import BEST_EFFORT, session, to_duration, to_time
+from ros_harness import BEST_EFFORT, session, stamp_of, to_duration, to_time
 
 CONFIG = bringup.load_config(bringup.config_file('panda.yaml'))
 PARAMS = CONFIG['dynamics_controller']['ros__parameters']
@@ -323,15 +323,18 @@ def test_over_dds_fuzzed_inputs_to_the_simulated_arm(ros):
                     publishers[kind].publish(JointTrajectory(joint_names=chosen[:7],
                                                              points=points))
                 else:
+                    # from the arm's clock (the newest state), which lags the wall clock when
+                    # the simulator waits for its controller
                     offset = rng.choice([-1e6, -0.01, 0.0, 10.0])
-                    publishers[kind].publish(joint_state(chosen, bad, bad, time.time() + offset))
+                    arm_now = stamp_of(states.last())
+                    publishers[kind].publish(joint_state(chosen, bad, bad, arm_now + offset))
                 publishers['wrench'].publish(wrench_message(
                     rng.choice(['panda_link0', 'panda_hand_tcp', 'nowhere']),
                     [0, 0, 0, *rng.choice([0.0, 5.0, -20.0, math.nan], 3)]))
                 time.sleep(0.02)
-            count = len(commands)
-            time.sleep(1.0)   # the arm keeps being commanded (the loop runs on)
-            assert len(commands) > count + 100, launch.logs()
+            # the arm keeps being commanded (the loop runs on; in lock step, at the pace the
+            # machine allows)
+            assert commands.wait_for_more(100, timeout=10.0), launch.logs()
             assert launch.processes.exited() == {}
             stats = launch.logs()
         tau = np.array([m.data for m in list(commands.messages)])

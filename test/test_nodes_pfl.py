@@ -188,6 +188,9 @@ def arm(request):
     arm = Arm(session(), request.param)
     try:
         arm.launch.ready()
+        # the first command: the controller has states and, on the simulator's /clock, a time
+        assert arm.launch.wait_for_log('arm_simulator', 'brakes released', 60.0), \
+            arm.launch.logs()
         arm.probe.wait_for_subscribers(arm.trajectory)
         arm.wait_until(arm.now() + 0.5)
         yield arm
