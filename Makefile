@@ -6,6 +6,10 @@ export ROS_DISTRO
 VENV := $(if $(filter jazzy,$(ROS_DISTRO)),.venv-jazzy,.venv)
 PY := $(VENV)/bin/python
 PYTEST := $(PY) -m pytest -q --timeout=300
+# pytest-xdist: a module to a worker (each DDS module has its own domain and rclpy context);
+# WORKERS=0 runs in this process
+WORKERS ?= 2
+PARALLEL := -n $(WORKERS) --dist loadfile
 
 .PHONY: all venv test-interfaces demo test test-unit test-nojit docs bench bench-nodes lint colcon clean
 all: test
@@ -23,12 +27,12 @@ demo: venv
 
 test: venv test-interfaces
 	@$(PY) -m robot_dynamics.versions
-	$(PYTEST) --durations=25 test
+	$(PYTEST) $(PARALLEL) --durations=25 test
 	@$(MAKE) --no-print-directory test-nojit
 
 # Everything but the tests that start nodes on DDS (marked dds) and the minute-long loops.
 test-unit: venv test-interfaces
-	$(PYTEST) -m "not dds and not slow" test
+	$(PYTEST) $(PARALLEL) -m "not dds and not slow" test
 
 # The same kernels as plain Python (NUMBA_DISABLE_JIT=1), on the tests marked nojit.
 test-nojit: venv

@@ -29,7 +29,12 @@ DDS_MODULES = {'test_demo', 'test_identification_loop', 'test_nodes_launch', 'te
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark ``dds`` every test of a module that imports ros_harness or is in DDS_MODULES."""
+    """Mark ``dds`` every test of a module that imports ros_harness or is in DDS_MODULES.
+
+    Then order the modules longest first, roughly: those with a ``slow`` test, the other DDS
+    modules, the rest (each keeps its own order). make test gives pytest-xdist's workers a
+    module at a time in this order, so that they run the long ones first and end together.
+    """
     dds = {}
     for item in items:
         path = item.path
@@ -37,6 +42,8 @@ def pytest_collection_modifyitems(config, items):
             dds[path] = path.stem in DDS_MODULES or 'ros_harness' in path.read_text()
         if dds[path]:
             item.add_marker(pytest.mark.dds)
+    slow = {item.path for item in items if item.get_closest_marker('slow')}
+    items.sort(key=lambda item: (item.path not in slow, not dds[item.path]))
 
 
 @pytest.fixture(autouse=True, scope='module')

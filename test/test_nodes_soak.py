@@ -1,6 +1,6 @@
-"""CI-sized soak (about 75 s): 60 s of simulator at 1 kHz + controller + estimator, then a report.
+"""The soak script, short: 20 s of simulator at 1 kHz + controller + estimator, then a report.
 
-scripts/soak.py --duration 60 --plant realistic, as its own process (its own domain and rclpy):
+scripts/soak.py --duration 20 --plant realistic, as its own process (its own domain and rclpy):
 the simulated arm on the realistic plant (plant.profile realistic: masses ±10 %, armature,
 friction, sensor noise, a command delay; the nodes on the nominal URDF), fast back-and-forth
 trajectories (every joint ±0.5 rad in 0.5 s: 69 % of the velocity limits of joints 1-4,
@@ -12,8 +12,9 @@ wherever the arm stands (a stall so handled made the arm flail in one soak: resi
 Asserted: zero NaN commands and zero effort-limit violations (the script checks every command it
 receives against the URDF limits), no false collision alarm from either node, the nodes ran and
 exited cleanly, flat memory. Latency, missed cycles and the residual peaks against the
-thresholds are printed, not asserted (they depend on the machine); the 10-minute run is the
-script's default.
+thresholds are printed, not asserted (they depend on the machine). The soak itself, real-time
+behaviour over minutes, is the script's 10-minute default, run by hand (60 s runs' figures:
+doc/guides/contact_safety.md); this test keeps the script and what it checks working.
 """
 import json
 import pathlib
@@ -21,12 +22,12 @@ import subprocess
 import sys
 
 SCRIPT = pathlib.Path(__file__).resolve().parent.parent / 'scripts' / 'soak.py'
-GROWTH_MB = 5.0   # resident memory allowed to grow after the first 12 s (none expected)
+GROWTH_MB = 5.0   # resident memory allowed to grow after the first 4 s (none expected)
 
 
-def test_sixty_second_soak_on_the_realistic_plant(tmp_path):
+def test_a_short_soak_on_the_realistic_plant(tmp_path):
     out = tmp_path / 'soak.json'
-    result = subprocess.run([sys.executable, str(SCRIPT), '--duration', '60', '--plant',
+    result = subprocess.run([sys.executable, str(SCRIPT), '--duration', '20', '--plant',
                              'realistic', '--amplitude', '0.5', '--segment', '0.5',
                              '--command-wait', '0.1', '--state-timeout', '5', '--json', str(out)],
                             capture_output=True, text=True, timeout=420)
@@ -34,9 +35,9 @@ def test_sixty_second_soak_on_the_realistic_plant(tmp_path):
     report = json.loads(out.read_text())
     print(json.dumps(report, indent=1))
     assert report['nan_commands'] == 0 and report['limit_violations'] == 0
-    assert report['commands_seen'] > 10000 and report['controller']['non_finite_commands'] == 0
-    assert report['arm_time_s'] >= 60.0, 'the simulator ran under a third of real time'
-    assert report['trajectories'] >= 25
+    assert report['commands_seen'] > 3000 and report['controller']['non_finite_commands'] == 0
+    assert report['arm_time_s'] >= 20.0, 'the simulator ran under a third of real time'
+    assert report['trajectories'] >= 8
     # detection on in both nodes, nothing touches the arm: no false alarm
     assert report['contact_safety']['false_alarms'] == {'dynamics_controller': 0,
                                                         'wrench_estimator': 0}
