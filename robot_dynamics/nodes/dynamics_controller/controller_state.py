@@ -45,6 +45,7 @@ class ControllerState:
         self.type = import_state()
         self.publishers = None
         self.period = self.due = math.inf   # ns
+        self.names = self.messages = None   # the model's joint names; the messages, made once
 
     @property
     def available(self):
@@ -69,42 +70,48 @@ class ControllerState:
         """
         self.due = (stamp // self.period + 1) * self.period
         sec, nanosec = divmod(stamp, 10**9)
-        names = list(self.context.arm().model.joint_names)
         parts = {'feedback': (q, v), 'output': (None, None, None, self.command())}
         if reference is not None:
             qd, vd, ad = reference
             parts['reference'] = (qd, vd, ad)
             parts['error'] = (qd - q, None if v is None else vd - v)
+        messages = self.made()
         if self.available:
-            self.publishers[0].publish(self.message(sec, nanosec, names, parts))
+            msg = messages[0]
+            msg.speed_scaling_factor = float(self.scaling())
+            for part in PARTS:
+                fill(getattr(msg, part), POINT_FIELDS, *parts.get(part, ()))
+            publish(self.publishers[0], msg, sec, nanosec)
             return
-        for part, publisher in zip(PARTS, self.publishers):
+        for part, publisher, msg in zip(PARTS, self.publishers, messages):
             if part in parts:
-                publisher.publish(joint_state(sec, nanosec, names, *parts[part]))
+                positions, velocities, _, effort = (*parts[part], None, None)[:4]
+                fill(msg, STATE_FIELDS, positions, velocities, effort)
+                publish(publisher, msg, sec, nanosec)
 
-    def message(self, sec, nanosec, names, parts):
-        msg = self.type(joint_names=names, speed_scaling_factor=float(self.scaling()))
-        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
-        for part, values in parts.items():
-            fill(getattr(msg, part), *values)
-        return msg
+    def made(self):
+        """The messages filled for each publication, made again only for a new model.
+
+        rclpy copies a message when it publishes it: the next publication may refill it.
+        """
+        names = self.context.arm().model.joint_names
+        if self.names is not names:
+            self.names, listed = names, list(names)
+            self.messages = [self.type(joint_names=listed)] if self.available else \
+                [JointState(name=listed) for _ in PARTS]
+        return self.messages
 
 
-def fill(point, positions=None, velocities=None, accelerations=None, effort=None):
-    """A trajectory_msgs/JointTrajectoryPoint's fields from the arrays given (None: empty)."""
-    for field, values in (('positions', positions), ('velocities', velocities),
-                          ('accelerations', accelerations), ('effort', effort)):
-        if values is not None:
-            setattr(point, field, to_array(values))
+POINT_FIELDS = ('positions', 'velocities', 'accelerations', 'effort')   # JointTrajectoryPoint
+STATE_FIELDS = ('position', 'velocity', 'effort')                        # sensor_msgs/JointState
 
 
-def joint_state(sec, nanosec, names, positions=None, velocities=None, accelerations=None,
-                effort=None):
-    """A fallback's sensor_msgs/JointState: position, velocity, effort (no accelerations)."""
-    msg = JointState(name=names)
+def fill(msg, fields, *arrays):
+    """Set ``fields`` of msg from the arrays given, in order (None or missing: empty)."""
+    for field, values in zip(fields, (*arrays, None, None, None, None)):
+        setattr(msg, field, () if values is None else to_array(values))
+
+
+def publish(publisher, msg, sec, nanosec):
     msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
-    for field, values in (('position', positions), ('velocity', velocities),
-                          ('effort', effort)):
-        if values is not None:
-            setattr(msg, field, to_array(values))
-    return msg
+    publisher.publish(msg)
