@@ -70,23 +70,24 @@ class ControllerState:
         """
         self.due = (stamp // self.period + 1) * self.period
         sec, nanosec = divmod(stamp, 10**9)
-        parts = {'feedback': (q, v), 'output': (None, None, None, self.command())}
+        # part -> (positions, velocities, accelerations, effort), None: empty
+        parts = {'feedback': (q, v, None, None), 'output': (None, None, None, self.command())}
         if reference is not None:
             qd, vd, ad = reference
-            parts['reference'] = (qd, vd, ad)
-            parts['error'] = (qd - q, None if v is None else vd - v)
+            parts['reference'] = (qd, vd, ad, None)
+            parts['error'] = (qd - q, None if v is None else vd - v, None, None)
         messages = self.made()
         if self.available:
             msg = messages[0]
             msg.speed_scaling_factor = float(self.scaling())
             for part in PARTS:
-                fill(getattr(msg, part), POINT_FIELDS, *parts.get(part, ()))
+                fill(getattr(msg, part), POINT_FIELDS, parts.get(part, NONE))
             publish(self.publishers[0], msg, sec, nanosec)
             return
         for part, publisher, msg in zip(PARTS, self.publishers, messages):
             if part in parts:
-                positions, velocities, _, effort = (*parts[part], None, None)[:4]
-                fill(msg, STATE_FIELDS, positions, velocities, effort)
+                positions, velocities, _, effort = parts[part]   # JointState has no accelerations
+                fill(msg, STATE_FIELDS, (positions, velocities, effort))
                 publish(publisher, msg, sec, nanosec)
 
     def made(self):
@@ -104,11 +105,12 @@ class ControllerState:
 
 POINT_FIELDS = ('positions', 'velocities', 'accelerations', 'effort')   # JointTrajectoryPoint
 STATE_FIELDS = ('position', 'velocity', 'effort')                        # sensor_msgs/JointState
+NONE = (None,) * len(POINT_FIELDS)   # a part the mode does not have: every field empty
 
 
-def fill(msg, fields, *arrays):
-    """Set ``fields`` of msg from the arrays given, in order (None or missing: empty)."""
-    for field, values in zip(fields, (*arrays, None, None, None, None)):
+def fill(msg, fields, arrays):
+    """Set each of ``fields`` of msg from its array in ``arrays`` (None: empty)."""
+    for field, values in zip(fields, arrays, strict=True):
         setattr(msg, field, () if values is None else to_array(values))
 
 
