@@ -221,6 +221,8 @@ def test_sigkill_of_a_computed_torque_controller_mid_move():
     try:
         with ros.launch(simulator) as sim, ros.launch(controller) as control:
             sim.ready(), control.ready()
+            # the first command: the controller has states and, on the simulator's /clock, a time
+            assert sim.wait_for_log('arm_simulator', 'brakes released', 60.0), control.logs()
             ros.probe.wait_for_subscribers(publisher)
             q0 = arrays([states.last()], 'position')[0]
             start = stamp_of(states.last()) + 0.5
