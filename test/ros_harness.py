@@ -205,10 +205,16 @@ class Launch:
         self.processes = run.Processes(specs, ros.env, directory, output=directory)
 
     def log(self, name):
+        """Node ``name``'s log up to its last complete line: a line being written is not read."""
+        text = self.output(name)
+        return text[:text.rfind('\n') + 1]
+
+    def output(self, name):
+        """All node ``name`` has written, a line it is still writing included."""
         return (self.directory / f'{name}.log').read_text()
 
     def logs(self):
-        return '\n'.join(f'--- {n} ---\n{self.log(n)[-3000:]}' for n in self.names)
+        return '\n'.join(f'--- {n} ---\n{self.output(n)[-3000:]}' for n in self.names)
 
     def wait_for_log(self, name, text, timeout=20.0):
         """Return whether node ``name`` logs ``text`` within ``timeout`` s.

@@ -44,7 +44,8 @@ def test_ping_pong_answers_every_state(ros, tmp_path, label):
         bench.close()
         nodes.stop(target)
     assert result['answered'] == 200 and result['lost'] == 0
-    assert result['cpu_us'] > 0 and 0 < result['median_us'] <= result['p99_us']
+    # CPU time is counted in 10 ms clock ticks: 200 cheap answers may fall within one
+    assert result['cpu_us'] >= 0 and 0 < result['median_us'] <= result['p99_us']
 
 
 def test_callback_costs_serve_every_state_on_both_paths(ros):

@@ -178,7 +178,7 @@ def in_tip_axes(arm, t, w):
 def step_response(arm, wrench, axes):
     """Apply a step wrench until the arm is at rest, then remove it.
 
-    Returns (estimate over 0.2 s once the arm is at rest, its error, both in the axes of the
+    Returns (estimate over 0.5 s once the arm is at rest, its error, both in the axes of the
     applied wrench; the rate K fitted to the rise, None for tip axes).
     """
     wrench = np.asarray(wrench, dtype=float)
@@ -193,8 +193,8 @@ def step_response(arm, wrench, axes):
     try:
         t, w, onset = rise_onset(arm, before, baseline, direction)
         still = arm.still_after(onset + 0.25)
-        arm.wait_until(still + 0.2)
-        t, w = arm.estimates(onset - 0.01, still + 0.2)
+        arm.wait_until(still + 0.5)
+        t, w = arm.estimates(onset - 0.01, still + 0.5)
     finally:
         arm.apply(np.zeros(6), 'base')
     late = t >= still

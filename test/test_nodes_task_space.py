@@ -172,9 +172,9 @@ def test_push_displaces_the_tip_by_f_over_k(arm, axis):
         rest = arm.tip(before - 0.1)[1][:, :3, 3].mean(axis=0)
         arm.push(force)
         onset = arm.onset(before, 0.05 * PUSH / arm.stiffness[axis], rest)
-        arm.wait_until(onset + 1.45)
+        arm.wait_until(onset + 1.75)
         arm.push(np.zeros(3))
-        t, T = arm.tip(onset + 1.2, onset + 1.4)
+        t, T = arm.tip(onset + 1.2, onset + 1.7)
         arm.wait(1.0)   # back at rest before the next step
         return t, (T[:, :3, 3] - rest).mean(axis=0)
 
@@ -185,7 +185,7 @@ def test_push_displaces_the_tip_by_f_over_k(arm, axis):
     print(f'{arm.robot}: push {PUSH} N along {"xyz"[axis]}: displacement '
           f'{1e3 * displacement[axis]:.4f} mm, F/k ratio {ratio:.4f}, other axes '
           f'{1e3 * others:.4f} mm')
-    assert len(t) > 20   # of 200: the probe may miss states on a loaded machine
+    assert len(t) > 20   # of 500: the probe may miss states on a loaded machine
     assert abs(ratio - 1) < 0.05 and others < 1e-3
 
 
