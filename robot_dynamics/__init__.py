@@ -18,39 +18,47 @@ Conventions (every function, node and message follows them):
   Mimic joints are dependent coordinates (``model.mimic``): q, q̇, q̈, τ, M, C, J are those of
   the independent joints ``model.joint_names``.
 """
-from .core.algorithms.coriolis import coriolis_matrix
-from .core.algorithms.crba import mass_matrix
-from .core.algorithms.forward_dynamics import forward_dynamics
-from .core.algorithms.friction import joint_friction
-from .core.algorithms.jacobians import (LOCAL, LOCAL_WORLD_ALIGNED, WORLD, Reference,
-                                        frame_bias_acceleration, frame_jacobian, frame_pose,
-                                        frame_velocity)
-from .core.algorithms.operational_space import operational_space, pose_error
-from .core.algorithms.rnea import gravity, nonlinear_effects, rnea
-from .core.algorithms.task_space import (effective_mass, inverse_task_space_inertia,
-                                         task_space_inertia, translational_inertia)
-from .core.collision import (CollisionDetector, CollisionEvent, Comply, Reaction,
-                             default_thresholds, stop_reference)
-from .core.excitation import FourierTrajectory, excitation_trajectory
-from .core.feasibility import (InfeasibleTrajectory, Violation, check_trajectory,
-                               time_scaling, trajectory_violations)
-from .core.identification import identify, identify_payload
-from .core.model import Data, Model, with_payload
-from .core.regressor import BaseParameters, base_parameters, parameter_vector, regressor
-from .core.robots import robot_urdf
-from .core.setpoints import SetpointLimiter
-from .core.urdf import URDFError, load_urdf
+import importlib
 
-__all__ = [
-    'LOCAL', 'LOCAL_WORLD_ALIGNED', 'WORLD', 'Reference', 'Data', 'Model', 'URDFError',
-    'load_urdf', 'robot_urdf', 'with_payload', 'rnea', 'gravity', 'nonlinear_effects',
-    'mass_matrix', 'coriolis_matrix', 'forward_dynamics', 'joint_friction', 'frame_pose',
-    'frame_jacobian', 'frame_velocity', 'frame_bias_acceleration', 'task_space_inertia',
-    'inverse_task_space_inertia', 'translational_inertia', 'effective_mass', 'operational_space',
-    'pose_error',
-    'regressor', 'parameter_vector', 'base_parameters', 'BaseParameters', 'identify',
-    'identify_payload', 'excitation_trajectory', 'FourierTrajectory',
-    'check_trajectory', 'trajectory_violations', 'time_scaling', 'InfeasibleTrajectory',
-    'Violation', 'SetpointLimiter', 'CollisionDetector', 'CollisionEvent', 'Reaction', 'Comply',
-    'default_thresholds', 'stop_reference',
-]
+# The public names and the module of each: imported at first use (PEP 562), so that a node
+# loads the algorithms it runs and not, say, identification's scipy.
+_MODULES = {
+    'core.algorithms.coriolis': ('coriolis_matrix',),
+    'core.algorithms.crba': ('mass_matrix',),
+    'core.algorithms.forward_dynamics': ('forward_dynamics',),
+    'core.algorithms.friction': ('joint_friction',),
+    'core.algorithms.jacobians': ('LOCAL', 'LOCAL_WORLD_ALIGNED', 'WORLD', 'Reference',
+                                  'frame_bias_acceleration', 'frame_jacobian', 'frame_pose',
+                                  'frame_velocity'),
+    'core.algorithms.operational_space': ('operational_space', 'pose_error'),
+    'core.algorithms.rnea': ('gravity', 'nonlinear_effects', 'rnea'),
+    'core.algorithms.task_space': ('effective_mass', 'inverse_task_space_inertia',
+                                   'task_space_inertia', 'translational_inertia'),
+    'core.collision': ('CollisionDetector', 'CollisionEvent', 'Comply', 'Reaction',
+                       'default_thresholds', 'stop_reference'),
+    'core.excitation': ('FourierTrajectory', 'excitation_trajectory'),
+    'core.feasibility': ('InfeasibleTrajectory', 'Violation', 'check_trajectory', 'time_scaling',
+                         'trajectory_violations'),
+    'core.identification': ('identify', 'identify_payload'),
+    'core.model': ('Data', 'Model', 'with_payload'),
+    'core.regressor': ('BaseParameters', 'base_parameters', 'parameter_vector', 'regressor'),
+    'core.robots': ('robot_urdf',),
+    'core.setpoints': ('SetpointLimiter',),
+    'core.urdf': ('URDFError', 'load_urdf'),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def __getattr__(name):
+    if name not in _HOME:
+        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
+    value = getattr(importlib.import_module(f'.{_HOME[name]}', __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_HOME))
+
+
+__all__ = sorted(_HOME)

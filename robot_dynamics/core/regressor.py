@@ -39,7 +39,6 @@ turned so that each joint axis is z, model.py); the rest is numpy (offline use),
 small products per state, vectorised over the states.
 """
 import numpy as np
-from scipy.linalg import qr, solve_triangular
 
 from .algorithms.friction import smooth_sign, stribeck_sign
 from .algorithms.rnea import forward_pass
@@ -245,6 +244,7 @@ def base_parameters(model, viscous=False, coulomb=False, armature=False, stictio
     states (default enough for 3x as many rows as columns); q is uniform within the limits
     (±π where absent), q̇ and q̈ standard normal.
     """
+    from scipy.linalg import qr, solve_triangular   # here: the nodes that import this never call it
     flags = dict(viscous=viscous, coulomb=coulomb, armature=armature, stiction=stiction)
     names = parameter_names(model, **flags)
     n = states or 3 * len(names) // model.nv + 10

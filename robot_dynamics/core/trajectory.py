@@ -22,7 +22,12 @@ import bisect
 import math
 
 import numpy as np
-from scipy.interpolate import CubicSpline
+
+
+def _cubic_spline(*args, **kwargs):
+    """scipy's CubicSpline, imported at first use (a node that runs no trajectory never pays it)."""
+    from scipy.interpolate import CubicSpline
+    return CubicSpline(*args, **kwargs)
 
 
 def _quintic_coefficients(h, q0, v0, a0, q1, v1, a1):
@@ -63,13 +68,13 @@ class JointTrajectory:
             raise ValueError("accelerations given without velocities")
         if velocities is None:
             if times.size > 1:
-                spline = CubicSpline(times, positions, bc_type="clamped")
+                spline = _cubic_spline(times, positions, bc_type="clamped")
                 velocities, accelerations = spline(times, 1), spline(times, 2)
             else:
                 velocities = accelerations = np.zeros(shape)
         velocities = _knot_array(velocities, shape, "velocities")
         if accelerations is None:
-            accelerations = (CubicSpline(times, velocities)(times, 1)
+            accelerations = (_cubic_spline(times, velocities)(times, 1)
                              if times.size > 1 else np.zeros(shape))
         accelerations = _knot_array(accelerations, shape, "accelerations")
 
