@@ -18,6 +18,7 @@ stalls), and the faults were there: the controller saw states 4 ms old or older
 (``state_age_max_us``), the states had 50 ms gaps. The
 tolerated delays per mode, beyond these faults: doc/guides/timing_faults.md. About 15 s per case.
 """
+import re
 import time
 
 import numpy as np
@@ -187,7 +188,10 @@ def test_states_late_for_the_mode_turn_diagnostics_to_warn():
         _, status = arm.wait_for_status('ms late')
         print(f'{status.message}; {arm.controller()}')
         assert status.level == DiagnosticStatus.WARN, status
-        assert 'joint states 20.0 ms late' in status.message
+        # 20 ms by the /clock the controller has read: a /clock a step or two ahead of the
+        # delayed state when the machine is busy
+        late = float(re.search(r'joint states ([\d.]+) ms late', status.message).group(1))
+        assert 20.0 <= late <= 22.0, status.message
     finally:
         arm.close()
 
