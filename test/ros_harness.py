@@ -390,11 +390,13 @@ class Poller:
                 self.node.destroy_subscription(recorder.subscription)
 
     def stop_all(self):
-        """Stop every recorder; the topics they were on."""
-        left = list(self.recorders)
+        """Stop every recorder; the topics they were on (read before their subscriptions go)."""
+        with self.lock:
+            left = list(self.recorders)
+        topics = [r.subscription.topic_name for r in left]
         for recorder in left:
             self.stop_recording(recorder)
-        return [r.subscription.topic_name for r in left]
+        return topics
 
     def close(self):
         self.stop_all()
