@@ -351,8 +351,12 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
 
         rclpy's state machine holds the node's handle and its destroy_node leaves it: the node
         and its transition_event publisher would stay in the ROS graph as long as the process.
+        A node stopped while it was being built may have none yet (rclpy's shutdown destroys
+        it all the same).
         """
-        self._state_machine.destroy_when_not_in_use()
+        machine = getattr(self, '_state_machine', None)
+        if machine is not None:
+            machine.destroy_when_not_in_use()
         super().destroy_node()
 
 
