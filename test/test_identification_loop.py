@@ -15,11 +15,14 @@ import sys
 
 import yaml
 
+from ros_harness import TEST_PACE
+
 
 def test_excite_fit_load_closes_the_loop_on_the_realistic_plant(tmp_path):
     command = [sys.executable, '-m', 'robot_dynamics.tools.identification_loop',
                '--engine', 'internal', '--period', '5', '--time-budget', '0',
                '--excite', '--margin 0.8', '--fit', '--links --friction --armature --stiction',
+               '--set', f'real_time_factor:={TEST_PACE}',
                '--output', str(tmp_path)]
     result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
