@@ -80,6 +80,21 @@ def node_command(spec, work_dir):
     return argv
 
 
+def ignores_sigint():
+    """Whether this process ignores SIGINT, which its children would inherit through exec.
+
+    A shell's background job (``cmd &`` in a script) starts so. A node that ignores SIGINT until
+    it sets its own handler loses a stop sent while it is still importing: it runs on until
+    ``stop`` kills it.
+    """
+    return signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def default_sigint():
+    """In a node's process before exec: SIGINT's default action, a stop."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 class Processes:
     """The processes of one run; stop() interrupts them all (SIGINT, then SIGKILL)."""
 
@@ -92,8 +107,8 @@ class Processes:
                 out = open(pathlib.Path(output) / f'{spec.label}.log', 'w')
             self.procs[spec.label] = subprocess.Popen(
                 node_command(spec, work_dir), env={**env, LAUNCHER: str(os.getpid())},
-                stdout=out,
-                stderr=subprocess.STDOUT if out else None)
+                stdout=out, stderr=subprocess.STDOUT if out else None,
+                preexec_fn=default_sigint if ignores_sigint() else None)
 
     def exited(self):
         """{name: return code} of the processes that have ended."""

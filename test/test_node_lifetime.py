@@ -168,3 +168,33 @@ def test_nodes_stop_when_their_launcher_is_killed():
     assert 'Traceback' not in starting + running, starting + running
     assert 'stopped while starting' in starting or ']: ready: ' not in starting, starting
     assert ']: ready: ' in running, running
+
+
+IGNORING = textwrap.dedent("""
+    import signal, sys, time
+    from robot_dynamics import bringup, run
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # as a shell starts a background job
+    spec = [s for s in bringup.nodes('simulated_arm', robot='panda')
+            if s.name == 'arm_simulator']
+    processes = run.Processes(spec, dict(__import__('os').environ), sys.argv[1])
+    start = time.monotonic()
+    code = processes.stop(timeout=10.0)['arm_simulator']   # at once: the node is importing
+    print(code, round(time.monotonic() - start, 1))
+""")
+
+
+def test_a_launcher_that_ignores_sigint_still_stops_a_starting_node():
+    """A node started by a launcher that ignores SIGINT stops on SIGINT while still importing.
+
+    Without resetting SIGINT for its nodes (``run.default_sigint``) the node inherits the
+    ignore, loses the stop and is killed when ``stop`` gives up (a runner test failed so).
+    """
+    domain, lock = ros_run.allocate_domain_id()
+    with lock:
+        env = ros_run.loopback_environment(domain, tempfile.mkdtemp(prefix='robot_dynamics_test_'))
+        done = subprocess.run([sys.executable, '-c', IGNORING,
+                               tempfile.mkdtemp(prefix='robot_dynamics_test_')],
+                              capture_output=True, text=True, timeout=60, env=env)
+    code, took = done.stdout.split()
+    assert int(code) in (-signal.SIGINT, 0), done.stdout + done.stderr
+    assert float(took) < 5.0, done.stdout + done.stderr
