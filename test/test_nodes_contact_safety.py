@@ -286,6 +286,7 @@ def test_no_false_alarm_over_fast_trajectories(arm):
         for sign in (1, -1, 1, -1):
             start = arm.send([STRAIGHT + sign * 0.3, STRAIGHT], [1.0, 2.0], delay=0.1)
             arm.wait_until(start + 2.0)
+        torques.wait_for_stamp(start + 2.0, 30.0)   # the estimator trails the arm's states
         r = np.array([m.effort for m in window(torques, begin)])
     finally:
         arm.probe.stop_recording(torques)

@@ -71,7 +71,13 @@ class Arm(ArmView):
             time.sleep(0.01)
 
     def window(self, recorder, since, until=np.inf):
-        """(stamps, values (k, 7) in JOINTS order) of a JointState recorder in [since, until]."""
+        """(stamps, values (k, 7) in JOINTS order) of a JointState recorder in [since, until].
+
+        A finite window waits for the recorder to reach ``until``: the estimator's torques
+        trail the arm's states by its lag.
+        """
+        if until < np.inf:
+            recorder.wait_for_stamp(until, 30.0)
         picked = [m for m in list(recorder.messages) if since <= stamp_of(m) <= until]
         assert picked, 'no messages in the window'
         field = 'position' if recorder is self.states else 'effort'

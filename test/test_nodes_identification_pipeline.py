@@ -92,6 +92,8 @@ class Arm(ArmView):
         t = np.array([stamp_of(m) for m in states])
         q = np.array([np.asarray(m.position)[index] for m in states])
         error = q - trajectory.sample_many(t - start)[0]
+        for estimates in (self.torques, self.wrenches):   # they trail the states by a lag
+            estimates.wait_for_stamp(end, 30.0)
         tau = np.array([m.effort for m in window(self.torques, start, end)])
         force = np.array([[m.wrench.force.x, m.wrench.force.y, m.wrench.force.z]
                           for m in window(self.wrenches, start, end)])

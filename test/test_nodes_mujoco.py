@@ -114,7 +114,15 @@ class Arm(ArmView):
         frame = self.sim['base'] if axes == 'base' else self.sim['tip']
         self.wrench.publish(wrench_message(frame, wrench))
 
-    def estimates(self, since, until=np.inf):
+    def estimates(self, since, until=np.inf, timeout=30.0):
+        """Estimates stamped in [since, until], once the estimator has reached a finite until.
+
+        The estimator answers each joint state a little after the probe sees it, more so on a
+        loaded machine or an arm faster than real time: wait for its estimates, not only for
+        the arm's states.
+        """
+        if until < np.inf:
+            self.wrenches.wait_for_stamp(until, timeout)
         picked = window(self.wrenches, since, until)
         return (np.array([stamp_of(m) for m in picked]),
                 np.array([[m.wrench.torque.x, m.wrench.torque.y, m.wrench.torque.z,
@@ -140,13 +148,8 @@ class Arm(ArmView):
             self.wait_until(self.now() + 0.05)
 
     def mean_estimate(self, since, until, timeout=30.0):
-        """The mean estimate stamped in [since, until], once the estimator has reached until.
-
-        The estimator answers each joint state a little after the probe sees it, more so on a
-        loaded machine: wait for its estimates, not only for the arm's states.
-        """
-        self.wrenches.wait_for_stamp(until, timeout)
-        t, w = self.estimates(since, until)
+        """The mean estimate stamped in [since, until]."""
+        t, w = self.estimates(since, until, timeout)
         assert len(t) > 20, f'the probe received {len(t)} estimates in [{since}, {until}] s'
         return w.mean(axis=0)
 
