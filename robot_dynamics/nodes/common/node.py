@@ -11,7 +11,8 @@ from ``ArmNode.seconds``, and every comparison with a joint state's stamp from
 refused) both are the newest /clock time, e.g. arm_simulator's: time stands still while /clock
 does. Without it, ``seconds`` is the monotonic wall clock (ROS time would be the system clock,
 which NTP may step) and ``clock_time`` the system clock, what stamps are compared against.
-rclpy's timers (``create_timer``) run on the node's ROS clock, so on /clock under use_sim_time.
+rclpy's timers (``create_timer``) run on the node's ROS clock, so on /clock under use_sim_time,
+once per due time (``timers``: Kilted's events executor may call a due timer in a burst).
 Wall time stays only where a node measures itself: its CPU time per message, its latency, its
 log throttling, and its own shutdown.
 
@@ -46,6 +47,7 @@ from .arm import ArmBuilder
 from .context import Context
 from .joint_states import DESCRIPTION_QOS, BadInput, state_qos
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
+from .timers import called_when_due
 
 
 USE_SIM_TIME = 'use_sim_time'   # rclpy's parameter: the node's clock is /clock
@@ -111,6 +113,10 @@ class ArmNode(Node):
                        self.destroy_timer, self.create_service, lambda: self.arm,
                        self.set_parameters_atomically,
                        lambda *args, **kwargs: ActionServer(self, *args, **kwargs))
+
+    def create_timer(self, timer_period_sec, callback, *args, **kwargs):
+        """rclpy's timer on the node's clock, its callback run once per due time (``timers``)."""
+        return called_when_due(super().create_timer, timer_period_sec, callback, *args, **kwargs)
 
     def seconds(self):
         """The node's time for intervals, s: /clock's under use_sim_time, else monotonic."""
