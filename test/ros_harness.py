@@ -191,7 +191,7 @@ class RosSession:
 
     def launch(self, specs):
         self.launches += 1
-        return Launch(self, unpaced(specs), self.work / f'launch{self.launches}')
+        return Launch(self, at_test_pace(specs), self.work / f'launch{self.launches}')
 
     def close(self):
         if self.closed:
@@ -206,7 +206,7 @@ class RosSession:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def unpaced(specs):
+def at_test_pace(specs):
     """The NodeSpecs, each lock-stepped arm_simulator among them at TEST_PACE unless set.
 
     In lock step the simulated arm waits for each command, so a closed loop's figures do not

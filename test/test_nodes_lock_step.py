@@ -8,7 +8,7 @@ and the delay make (no noise and no stiction: the loop is a deterministic functi
 states).
 
 The same scenario twice: paced at real time on the machine as it is (the bring-up as users run
-it), then at twice real time (TEST_PACE, as the other tests run it: ros_harness.unpaced)
+it), then at twice real time (TEST_PACE, as the other tests run it: ros_harness.at_test_pace)
 with two CPU-bound processes beside it (as many as the CI machine has cores, so the nodes get
 about half the CPU time they had). The figures of the step, each joint's peak speed (the
 transient, which a command acting a step late changes) and where it settles, agree between the
