@@ -155,10 +155,11 @@ def module_finished():
     global _session
     if _session is None:
         return []
-    left = _session.probe.clear()
-    _session.close()
-    _session = None
-    return left
+    session, _session = _session, None   # ends even if clearing fails: the next module's own
+    try:
+        return session.probe.clear()
+    finally:
+        session.close()
 
 
 def session():
@@ -187,16 +188,20 @@ class RosSession:
         self.executor.add_node(self.probe)
         self.thread = threading.Thread(target=self.executor.spin, daemon=True)
         self.thread.start()
-        self.launches, self.closed = 0, False
+        self.launches, self.closed = [], False
 
     def launch(self, specs):
-        self.launches += 1
-        return Launch(self, at_test_pace(specs), self.work / f'launch{self.launches}')
+        self.launches.append(Launch(self, at_test_pace(specs),
+                                    self.work / f'launch{len(self.launches) + 1}'))
+        return self.launches[-1]
 
     def close(self):
+        """Stop what the module's launches left running, then end the probe and the domain."""
         if self.closed:
             return
         self.closed = True
+        for launch in self.launches:   # a fixture's failed teardown must not leak its nodes
+            launch.stop()
         self.executor.shutdown()
         self.thread.join(5.0)
         self.probe.poller.close()

@@ -67,7 +67,9 @@ class MoveItLikeClient:
     def __init__(self, probe, action_type, logs):
         from rclpy.action import ActionClient
         self.type, self.probe, self.logs = action_type, probe, logs
-        self.client = ActionClient(probe, action_type, ACTION)
+        # made on the probe's executor thread: rclpy's ActionClient joins the node's waitables
+        # before it has its lock, and an executor iterating them meanwhile died of it
+        self.client = probe.in_executor(ActionClient, probe, action_type, ACTION)
         assert self.client.wait_for_server(timeout_sec=30.0), f'no server on {ACTION}'
         self.lock = threading.Lock()
 
@@ -124,9 +126,11 @@ def arm(request, control_msgs_prefix):
     client = MoveItLikeClient(ros.probe, FollowJointTrajectory, view.logs)
     view.client, view.codes = client, FollowJointTrajectory.Result
     yield view
-    client.close()
-    codes = view.launch.processes.stop(timeout=20.0)
-    ros.probe.stop_recording(view.states, view.controller_states, view.commands)
+    try:
+        client.close()
+    finally:
+        codes = view.launch.processes.stop(timeout=20.0)
+        ros.probe.stop_recording(view.states, view.controller_states, view.commands)
     assert set(codes.values()) == {0}, view.launch.logs()
 
 

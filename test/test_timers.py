@@ -66,8 +66,7 @@ def test_a_1_hz_timer_is_called_once_a_second_of_the_arm_s_clock():
         stopped.set()
         thread.join(5.0)
         spinner.shutdown()
-        for publisher in (clock, stall, busy):
-            ros.probe.destroy_publisher(publisher)
+        ros.probe.remove_publishers(clock, stall, busy)
         node.destroy_node()
     # a call is late by at most the arm's time a stall lets pass (~0.5 s here), never early
     gaps = np.diff(calls)
