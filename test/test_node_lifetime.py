@@ -171,12 +171,12 @@ def test_nodes_stop_when_their_launcher_is_killed():
 
 
 IGNORING = textwrap.dedent("""
-    import signal, sys, time
+    import os, signal, sys, time
     from robot_dynamics import bringup, run
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # as a shell starts a background job
     spec = [s for s in bringup.nodes('simulated_arm', robot='panda')
             if s.name == 'arm_simulator']
-    processes = run.Processes(spec, dict(__import__('os').environ), sys.argv[1])
+    processes = run.Processes(spec, dict(os.environ), sys.argv[1])
     start = time.monotonic()
     code = processes.stop(timeout=10.0)['arm_simulator']   # at once: the node is importing
     print(code, round(time.monotonic() - start, 1))

@@ -155,18 +155,21 @@ class Arm(ArmView):
                 f'no collision event\n{self.launch.log("dynamics_controller")[-3000:]}'
             time.sleep(0.01)
 
-    def pfl_status_on_schedule(self, timeout=60.0):
-        """Wait for a PFL status a period after the first: its 1 Hz timer is then on /clock.
+    def pfl_statuses(self):
+        """(message, status) of every 'power and force limiting' status received so far."""
+        return [(m, s) for m in list(self.diagnostics.messages)
+                for s in m.status if s.name.startswith('power and force limiting: ')]
 
-        On Kilted's events executor the controller's timers may run in a burst at the first
-        /clock, several within milliseconds of it, each moving the timer's next call a period
-        on: its next status then comes as many seconds of the arm's clock later (seen: 4-8 s
-        after a slow start). A swing in that silence would have no status to show it.
+    def pfl_status_on_schedule(self, timeout=60.0):
+        """Wait for a PFL status a period after the first: its 1 Hz timer then runs on /clock.
+
+        A swing before the status timer has settled on the arm's clock could have no status
+        to show it (before ``nodes.common.timers``, Kilted's events executor could call it in
+        a burst at the first /clock and then not for 4-8 s of the arm's clock).
         """
         deadline = time.monotonic() + timeout
         while True:
-            stamps = [stamp_of(m) for m in list(self.diagnostics.messages)
-                      for s in m.status if s.name.startswith('power and force limiting: ')]
+            stamps = [stamp_of(m) for m, _ in self.pfl_statuses()]
             if stamps and max(stamps) - min(stamps) > 0.5:
                 return
             assert time.monotonic() < deadline, f'no PFL status\n{self.launch.logs()}'
@@ -175,8 +178,7 @@ class Arm(ArmView):
     def pfl_status(self):
         """The newest 'power and force limiting' status values of the controller."""
         self.diagnostics.wait_for_more(1, timeout=5)
-        return [{kv.key: kv.value for kv in s.values} for m in list(self.diagnostics.messages)
-                for s in m.status if s.name.startswith('power and force limiting: ')]
+        return [{kv.key: kv.value for kv in s.values} for _, s in self.pfl_statuses()]
 
 
 def contact(model, q, v, region):
