@@ -28,9 +28,11 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from std_srvs.srv import Trigger
 
 from robot_dynamics import run
 from robot_dynamics.bringup import NodeSpec
+from robot_dynamics.nodes.wrench_estimator import tared_at
 
 # depth: what a reader holds between the poller's takes while the test process is held up
 # (a 1 kHz topic's 1 s; an unpaced simulated arm's states come a few times faster)
@@ -55,6 +57,16 @@ def window(recorder, since, until=float('inf')):
     messages = list(recorder.messages)
     first = bisect.bisect_left(messages, since, key=stamp_of)
     return messages[first:bisect.bisect_right(messages, until, key=stamp_of)]
+
+
+def tare(probe):
+    """Call the estimator's ~/tare: the stamp, s, of the joint state its bias was taken at.
+
+    Estimates stamped later are tared; the probe's newest state may be older than that one.
+    """
+    response = probe.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
+    assert response.success, response.message
+    return tared_at(response.message)
 
 
 def to_time(t):

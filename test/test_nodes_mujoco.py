@@ -24,12 +24,12 @@ from geometry_msgs.msg import WrenchStamped
 from scipy.interpolate import CubicSpline
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from std_srvs.srv import Trigger
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup
 from robot_dynamics.nodes.common.joint_states import trajectory_message, wrench_message
-from ros_harness import BEST_EFFORT, ArmView, session, stamp_of, trajectory_answer, window
+from ros_harness import (BEST_EFFORT, ArmView, session, stamp_of, tare, trajectory_answer,
+                         window)
 
 DRIFT_WINDOW = 5.0   # s
 # waypoint offsets from the initial pose, 1 s apart; the last one is the second pose
@@ -306,9 +306,7 @@ def test_unknown_payload_on_mujoco_then_tare(arm):
     t0 = arm.now() + 0.8
     estimate = arm.mean_estimate(t0 + 0.3, t0 + 1.0)   # > 20 estimates: a wide window
     weight = np.array([0.0, 0.0, 0.0, 0.0, 0.0, -PAYLOAD_MASS * G])
-    response = arm.probe.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
-    assert response.success, response.message
-    t1 = arm.now() + 0.1
+    t1 = tare(arm.probe)
     tared = arm.mean_estimate(t1 + 0.1, t1 + 0.8)
     print(f'{arm.robot} on MuJoCo with an unknown {PAYLOAD_MASS} kg payload: estimate '
           f'{estimate} (moment, force); after tare {tared}')

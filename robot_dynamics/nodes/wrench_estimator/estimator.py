@@ -7,6 +7,7 @@ and static-residual checks. Collision detection is nodes.contact_safety's.
 Behaviour, topics and parameters: doc/nodes/wrench_estimator.md.
 """
 import dataclasses
+import re
 import time
 
 import numpy as np
@@ -27,8 +28,14 @@ from . import estimator_cycle
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
+TARED = 'tared at the joint state stamped {stamp:.6f} s: bias {bias} (joints order)'
 COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular',
             'collisions')
+
+
+def tared_at(message):
+    """The stamp, s, of the joint state a ``~/tare`` answer says its bias was taken at."""
+    return float(re.match(r'tared at the joint state stamped (\S+) s', message).group(1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -290,7 +297,7 @@ class WrenchEstimator(ManagedArmNode):
             return response
         self.observer.tare()
         bias = np.round(self.arm.to_joints(self.observer.bias), 4).tolist()
-        response.success, response.message = True, f'tared: bias {bias} (joints order)'
+        response.success, response.message = True, TARED.format(stamp=self.last_stamp, bias=bias)
         self.get_logger().info(response.message)
         return response
 
