@@ -175,11 +175,6 @@ class Arm(ArmView):
             assert time.monotonic() < deadline, f'no PFL status\n{self.launch.logs()}'
             time.sleep(0.05)
 
-    def pfl_status(self):
-        """The newest 'power and force limiting' status values of the controller."""
-        self.diagnostics.wait_for_more(1, timeout=5)
-        return [{kv.key: kv.value for kv in s.values} for _, s in self.pfl_statuses()]
-
 
 def contact(model, q, v, region):
     """Per state: speed of tool0's origin, v_max for the region and ½ μ v² (J), from core's m_R."""
@@ -276,7 +271,14 @@ def test_pfl_limits_the_swing_and_off_exceeds(arm, name):
 
 
 def test_diagnostics_and_markers(arm):
-    statuses = arm.pfl_status()
+    """A chest swing under PFL: the statuses while it moves; back at rest, the markers."""
+    result = arm.probe.set_parameters('dynamics_controller', {
+        'pfl.enable': True, 'pfl.body_regions': ['chest']})[0]
+    assert result.successful, result.reason
+    since = arm.now()
+    arm.swing(SWING, CASES['chest'][0])   # 1 Hz statuses over a swing of 1.6 s or more
+    statuses = [{kv.key: kv.value for kv in s.values} for m, s in arm.pfl_statuses()
+                if stamp_of(m) >= since]
     moving = [s for s in statuses if s.get('point0.region') == 'chest'
               and float(s['point0.speed_m_s']) > 0.05]
     assert moving, statuses
@@ -290,6 +292,7 @@ def test_diagnostics_and_markers(arm):
                              4 * math.pi * math.sqrt(mu / CHEST.spring_constant))
         assert m_R > 0 and v_max == pytest.approx(CHEST.transient_force / peak, rel=2e-3)
     assert {'enabled', 'speed_scaling', 'speed_scaling_min'} <= set(statuses[-1])
+    arm.swing(SWING[::-1], CASES['chest'][0])   # back where the other tests start
     # at rest at the end of the swing: the ellipsoid's semi-axes are scale √m_R along Λ_v's axes
     t, q, _ = arm.window(arm.now() - 0.05)
     arm.markers.wait_for_more(2)
