@@ -11,6 +11,11 @@ import pytest
 # a 2-core machine; set before numpy is imported by any test module (children inherit it).
 os.environ.setdefault('OPENBLAS_NUM_THREADS', '1')
 
+# No full collection during a module, only at its end (probe_left_clean): over the hundreds of
+# thousands of messages a DDS module records, one paused every thread of the test process, the
+# probe's poller too, for 0.3-1.3 s; the probe's newest state then lagged the arm's by as much.
+gc.set_threshold(*gc.get_threshold()[:2], 2 ** 31 - 1)
+
 
 def pytest_configure(config):
     config.addinivalue_line(
