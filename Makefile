@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -q --timeout=300
 WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadfile
 
-.PHONY: all venv test-interfaces demo test test-unit test-nojit docs bench bench-nodes lint colcon clean
+.PHONY: all venv test-interfaces compile demo test test-unit test-nojit docs bench bench-nodes lint colcon clean
 all: test
 
 venv:
@@ -22,10 +22,14 @@ venv:
 test-interfaces: venv
 	@PYTHON=$(PY) scripts/build_test_interfaces.sh >/dev/null
 
+# every kernel into numba's cache (seconds when it is there): make demo and make test run it first
+compile: venv
+	@$(PY) -m robot_dynamics.compile
+
 demo: venv
 	$(PY) -m robot_dynamics.demo
 
-test: venv test-interfaces
+test: venv test-interfaces compile
 	@$(PY) -m robot_dynamics.versions
 	$(PYTEST) $(PARALLEL) --durations=25 test
 	@$(MAKE) --no-print-directory test-nojit

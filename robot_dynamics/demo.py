@@ -30,6 +30,8 @@ import argparse
 import contextlib
 import os
 import pathlib
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -133,15 +135,27 @@ class Observer(Node):
 PUSH_TIME = 1.0   # s
 
 
+SILENCE = 60.0   # s: the nodes logged nothing for this long, no command yet: they are stuck
+
+
 def wait_for_release(observer, processes):
-    """Until the first effort command (the brakes release) and the first joint state."""
-    print('   waiting for the nodes (first start: numba compiles, up to a minute) ...', flush=True)
-    deadline = time.monotonic() + 120.0
+    """Until the first effort command (the brakes release) and the first joint state.
+
+    No fixed deadline: it waits as long as the nodes make progress (their logs grow; a cold
+    start logs its warm-up every 5 s, shown here) and gives up after SILENCE s of silence.
+    """
+    print('   waiting for the nodes ...', flush=True)
+    heard = time.monotonic()
     while not (observer.released.wait(0.5) and observer.states):
         if processes.exited():
             raise RuntimeError(f'nodes exited: {processes.exited()} (their logs follow)')
-        if time.monotonic() > deadline:
-            raise TimeoutError('no effort command: is the controller running?')
+        for line in processes.new_lines():
+            if 'warming up' in line or 'warmed up' in line:
+                print(f'   {line[:150]}', flush=True)
+            heard = time.monotonic()
+        if time.monotonic() - heard > SILENCE:
+            raise TimeoutError(f'no effort command and no word from the nodes for {SILENCE:.0f} '
+                               's: is the controller running? (their logs follow)')
     # no more 1 kHz callbacks; destroyed in the executor's thread, where it is safe
     observer.executor.create_task(observer.destroy_subscription, observer.commands)
 
@@ -334,6 +348,8 @@ def session(args, name, observer_class=None, controller=None):
     Yields (observer, processes, arm_config's tuple); ``controller``: dynamics_controller
     parameters over the config file's.
     """
+    # every kernel into numba's cache first, with a progress bar: seconds when it is there
+    subprocess.run([sys.executable, '-m', 'robot_dynamics.compile'], check=True)
     domain, lock = run.allocate_domain_id()
     with tempfile.TemporaryDirectory(prefix='robot_dynamics_demo_') as work:
         arm = arm_config(args, work)

@@ -100,15 +100,29 @@ class Processes:
 
     def __init__(self, specs, env, work_dir, output=None):
         """output: None to inherit stdout/stderr, or a directory for <name>.log files."""
-        self.procs = {}
+        self.procs, self.logs, self.read = {}, {}, {}
         for spec in specs:
             out = None
             if output is not None:
-                out = open(pathlib.Path(output) / f'{spec.label}.log', 'w')
+                self.logs[spec.label] = pathlib.Path(output) / f'{spec.label}.log'
+                out = open(self.logs[spec.label], 'w')
             self.procs[spec.label] = subprocess.Popen(
                 node_command(spec, work_dir), env={**env, LAUNCHER: str(os.getpid())},
                 stdout=out, stderr=subprocess.STDOUT if out else None,
                 preexec_fn=default_sigint if ignores_sigint() else None)
+
+    def new_lines(self):
+        """The complete lines the nodes logged since the last call ("<node>: <line>")."""
+        lines = []
+        for label, path in self.logs.items():
+            with open(path, 'rb') as log:
+                log.seek(self.read.get(label, 0))
+                text = log.read()
+            end = text.rfind(b'\n') + 1
+            self.read[label] = self.read.get(label, 0) + end
+            lines += [f'{label}: {line}' for line in
+                      text[:end].decode(errors='replace').splitlines()]
+        return lines
 
     def exited(self):
         """{name: return code} of the processes that have ended."""

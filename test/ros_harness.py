@@ -14,6 +14,8 @@ import os
 import pathlib
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -124,36 +126,14 @@ def file_specs(directory, nodes, shared):
 
 @functools.cache
 def warm_numba_cache():
-    """Compile (or load) every kernel the nodes use, once per test process.
+    """Every kernel the nodes use in numba's cache (``python -m robot_dynamics.compile``), once.
 
-    Node start-up times are then measured with a warm numba cache.
+    Node start-up times are then those of a warm cache, and a switch of mode is not refused
+    for a cache still compiling (``ArmNode.refuse_uncompiled``).
     """
-    import numpy as np
-    import robot_dynamics as rd
-    from robot_dynamics.core.control import ComputedTorque
-    from robot_dynamics.core.observers import MomentumObserver
-    from robot_dynamics.simulation import simulate
-    model = rd.with_payload(rd.load_urdf(rd.robot_urdf('panda'), 'panda_link0',
-                                         'panda_hand_tcp'), 1.0, [0, 0, 0.1], np.eye(3) * 1e-3)
-    q, v = np.clip(np.full(7, 0.1), model.lower, model.upper), np.full(7, 0.2)
-    data = rd.Data(model)
-    rd.forward_dynamics(model, q, v, rd.gravity(model, q, data=data), data=data)
-    rd.frame_jacobian(model, q, model.tip, rd.LOCAL, data=data)
-    ComputedTorque(model, np.ones(7), np.ones(7))(q, v, q, v, v)
-    observer = MomentumObserver(model, np.ones(7))
-    observer.update(q, v, v, 0.0)
-    observer.wrench(q, observer.update(q, v, v, 1e-3), model.tip)
-    sim = simulate('internal', model, model.joint_names, q, 1e-3)
-    sim.step(v)
-    sim.sensed_step(v, v, v.copy(), np.ones(6))   # arm_simulator's compiled step
-    # the nodes' compiled cycles: on a fresh clone these take the controller a minute to compile
-    from robot_dynamics.nodes.common import cdr
-    from robot_dynamics.nodes.dynamics_controller import command_cycle
-    from robot_dynamics.nodes.wrench_estimator import estimator_cycle
-    order = np.arange(7)
-    cdr.warm_up(model.joint_names)
-    command_cycle.warm_up(model, model.joint_names, np.full(7, 87.0), order)
-    estimator_cycle.warm_up(observer, model.joint_names, '', rd.LOCAL_WORLD_ALIGNED, order)
+    from robot_dynamics.core import _jit
+    if not _jit.complete():
+        subprocess.run([sys.executable, '-m', 'robot_dynamics.compile', '--quiet'], check=True)
 
 
 def module_finished():

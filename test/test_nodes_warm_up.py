@@ -15,6 +15,7 @@ import sys
 import textwrap
 
 import pytest
+from ros_harness import warm_numba_cache
 
 COMPILED = textwrap.dedent('''
     import sys, time
@@ -60,12 +61,15 @@ SCRIPT = COMPILED + textwrap.dedent('''
             node.on_serialized_joint_state(serialize_message(msg))
         node.on_joint_state(msg)
     states(range(3))
+    new = sorted(compiled() - before)
+    assert not new, f'compiled at the first joint states: {new}'
     if sys.argv[1] == 'dynamics_controller':   # another mode: a new reader, a new cycle
         other = {'gravity_compensation': 'computed_torque',
                  'computed_torque': 'cartesian_impedance',
                  'cartesian_impedance': 'operational_space'}.get(values['mode'],
                                                                  'gravity_compensation')
         assert node.set_parameters([Parameter('mode', value=other)])[0].successful
+        before = compiled()   # the switch warmed the new mode up: loaded from the full cache
         states(range(3, 6))
     node.diagnostics.publish()
     new = sorted(compiled() - before)
@@ -82,6 +86,7 @@ SCRIPT = COMPILED + textwrap.dedent('''
     ('wrench_estimator', 'damping=0.001'),
 ])
 def test_first_joint_states_compile_nothing(node, setting):
+    warm_numba_cache()   # a switch of mode waits for a complete cache
     result = subprocess.run([sys.executable, '-c', SCRIPT, node, setting], capture_output=True,
                             text=True, timeout=240)
     assert result.returncode == 0, result.stdout + result.stderr

@@ -9,27 +9,39 @@ source again with ``parallel=True``, so that its ``numba.prange`` loops run on s
 (``prange`` is ``range`` everywhere else). ``NUMBA_DISABLE_JIT=1`` makes all three return the
 plain Python function: the same code runs as Python.
 
-The compiled code is cached on disk. Numba stamps a cached kernel with its own source file only,
-so an edit in a helper it calls from another module would be served stale; here each kernel is
-stamped with a digest of every kernel source too (SOURCES: the layout constants, spatial.py, the
+The compiled code is cached on disk. Numba stamps a cached kernel with its own source file's
+modification time and size: a reinstall of the same sources (a ``colcon build``, a ``pip
+install``) would compile everything again, and an edit in a helper it calls from another module
+would be served stale. Here each kernel is stamped with the digest of its own file's contents and
+of every kernel source (SOURCES: the layout constants, spatial.py, the
 argument checks, the algorithms, the command limits and CDR reader that the nodes'
 compiled cycles call, and the dry friction of the internal engine's step). The cache sits in
 ``__pycache__`` beside the sources when that is writable, else in the user's cache directory
 (``$XDG_CACHE_HOME/numba``, by default ``~/.cache/numba``); ``NUMBA_CACHE_DIR`` overrides both.
 With no writable place the kernels are compiled on every start instead.
 
+Processes share the cache: a process about to compile a kernel takes the kernel's lock file in
+the cache directory first, so one that finds another compiling it waits and loads the other's
+entry instead of compiling it again (three nodes starting at once on a fresh install compile
+each kernel once). ``mark_complete()`` records that every kernel is in the cache for these
+sources (``python -m robot_dynamics.compile``); ``complete()`` tells.
+
 ``strict(kernel, *types)`` is the kernel for these argument types only, for the public functions'
 one-state calls: it refuses any others with a TypeError, checked by numba's dispatch in C, and
 compiles nothing more; so the caller checks no types in Python.
 """
+import contextlib
+import fcntl
 import functools
 import hashlib
+import os
 import pathlib
 import types
 import warnings
 
 import numba
-from numba.core import caching, dispatcher
+from numba.core import caching, dispatcher, sigutils
+from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import cpu_target
 
 _CORE = pathlib.Path(__file__).resolve().parent
@@ -38,12 +50,18 @@ SOURCES = sorted([_CORE / '_jit.py', _CORE / 'layout.py', _CORE / 'spatial.py',
                   _CORE / 'cdr.py',
                   _CORE.parent / 'simulation' / 'dry_friction.py'])   # called from elsewhere
 _TYPING = cpu_target.typing_context
+ENABLED = not numba.config.DISABLE_JIT   # NUMBA_DISABLE_JIT=1: the kernels run as Python
 STAMP = hashlib.sha256(b''.join(path.read_bytes() for path in SOURCES)).hexdigest()
 
 
+@functools.cache
+def _digest(path):
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
 class _Stamped:
-    def get_source_stamp(self):   # the kernel's own file (numba's stamp) and every kernel source
-        return super().get_source_stamp(), STAMP
+    def get_source_stamp(self):   # the kernel's own file's contents and every kernel source
+        return _digest(self._py_file), STAMP
 
 
 def _locator(name):
@@ -80,7 +98,57 @@ def _compile(function, contract=True, **options):
         except RuntimeError as error:          # no writable cache directory at all
             warnings.warn(f'robot_dynamics: numba kernels are not cached ({error})',
                           stacklevel=3)
+        else:
+            kernel.compile = _shared(kernel, kernel.compile)
     return kernel
+
+
+def _shared(kernel, compile_overload):
+    """``kernel.compile`` holding the kernel's lock file of the cache while it compiles.
+
+    Taken inside numba's compiler lock (one compiling thread per process), and only for a
+    signature this process has not compiled: a kernel's callees are compiled while it holds its
+    own lock, and the call graph has no cycle, so two processes never wait on each other.
+    """
+    def compile(sig):
+        with global_compiler_lock:
+            if tuple(sigutils.normalize_signature(sig)[0]) in kernel.overloads:
+                return compile_overload(sig)
+            with _file_lock(kernel._cache._cache_path, kernel._cache._cache_file._index_name):
+                return compile_overload(sig)   # loads the other process's entry, if it made one
+    return compile
+
+
+@contextlib.contextmanager
+def _file_lock(directory, name):
+    with open(os.path.join(directory, name + '.lock'), 'a') as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _marker():
+    """The file that says every kernel of these sources is in the cache (None: no cache)."""
+    try:
+        directory = _Cache(_marker)._cache_path
+    except RuntimeError:
+        return None
+    return pathlib.Path(directory) / f'complete-{STAMP[:16]}-numba-{numba.__version__}'
+
+
+def complete():
+    """Whether ``mark_complete()`` ran for these sources and this numba (the cache is full)."""
+    marker = _marker()
+    return marker is not None and marker.exists()
+
+
+def mark_complete():
+    """Record that every kernel is in the cache (``python -m robot_dynamics.compile``)."""
+    marker = _marker()
+    if marker is not None:
+        marker.touch()
 
 
 def jit(function):

@@ -166,12 +166,15 @@ class ArmSimulator(ArmNode):
                        and not config.model.mimic and not config.profile.compensates_gravity
                        and config.profile.measured_effort == profiles.TORQUE)
 
-    def warm_up(self):
+    def warm_up_steps(self, config, every_mode=False):
+        return [(f'{self.values["engine"]} engine', lambda: self.warm_up_engine(config))]
+
+    def warm_up_engine(self, config):
         """Compile (or load) what a step calls, on a copy of the engine: braked and running.
 
         The plant's friction too (a pure function); not its delay line or sensors (their state).
         """
-        arm, config, zero = self.arm, self.config, np.zeros(self.arm.model.nv)
+        arm, zero = self.arm, np.zeros(self.arm.model.nv)
         engine = simulate(self.values['engine'], config.model, arm.joints, self.engine.q,
                           self.dt, damping=arm.to_joints(config.damping), urdf_xml=config.urdf,
                           payload=config.payload, end_stops=self.values['end_stops'])

@@ -166,13 +166,19 @@ def feasible(safety, trajectory, log):
     return trajectory.time_scaled(factor)
 
 
-def warm_up(safety):
-    """Run the trajectory check and the observer once (numba compiles or loads them here)."""
+def warm_up_trajectories(safety):
+    """Run the trajectory check and time scaling once (numba compiles or loads them here)."""
     model = safety.model
     q = model.neutral_position
     trajectory = JointTrajectory([0.0, 1.0], [q, q])
     rd.trajectory_violations(model, trajectory, safety.acceleration_limit)
     rd.time_scaling(model, trajectory, safety.acceleration_limit)
+
+
+def warm_up_observer(safety):
+    """Run the collision detection's observer once (numba compiles or loads it here)."""
+    model = safety.model
+    q = model.neutral_position
     observer = MomentumObserver(model, safety.observer_gain)
     for dt in (0.0, 1e-3):
         observer.update(q, np.zeros(model.nv), rd.gravity(model, q), dt)

@@ -42,8 +42,10 @@ from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
+from ...core import _jit, warm_up
 from ...run import LAUNCHER
 from .arm import ArmBuilder
+from .background_compile import BackgroundCompile
 from .context import Context
 from .joint_states import DESCRIPTION_QOS, BadInput, state_qos
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
@@ -79,6 +81,8 @@ class ArmNode(Node):
     """
 
     PARAMS = MODEL_PARAMS
+    #: after a warm-up on an incomplete cache, compile the rest beside it (background_compile)
+    COMPILE_REST = False
 
     def __init__(self, name, **options):
         super().__init__(name, **options)   # options: rclpy Node keywords (namespace, overrides)
@@ -87,6 +91,8 @@ class ArmNode(Node):
         self.sim_time = self.get_parameter(USE_SIM_TIME).value is True
         check(self.PARAMS, self.values)
         self.arm = self.urdf = None
+        self.warmed = set()   # the names of the warm-up steps this process has run
+        self.background_compile = BackgroundCompile()
         self._build_arm = ArmBuilder()
         self.warn = Throttled(self.get_logger().warning)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -143,12 +149,47 @@ class ArmNode(Node):
             return self.get_clock().now().nanoseconds * 1e-9
         return time.time()
 
-    def warm_up(self):
-        """Run the per-state computations once, before 'ready'.
+    def warm_up_steps(self, config, every_mode=False):
+        """The warm-up steps (core.warm_up) of the kernels ``config`` calls per state: none here.
 
-        numba compiles a kernel (or loads it from its cache) at its first call: here, not at the
-        first joint state, which would otherwise wait seconds on a fresh install.
+        ``every_mode``: those of every value a parameter may later take (modes, components
+        switched on), for ``python -m robot_dynamics.compile``.
+
+        numba compiles a kernel (or loads it from its cache) at its first call: in these steps,
+        before 'ready' or before a parameter change that calls new ones takes effect, not at a
+        joint state, which would otherwise wait seconds on a fresh install.
         """
+        return []
+
+    def pending_warm_up(self, config):
+        """The steps of ``config`` this process has not run yet."""
+        return [(name, step) for name, step in self.warm_up_steps(config)
+                if name not in self.warmed]
+
+    def warm_up(self, steps):
+        """Run the warm-up ``steps``, with progress in the log at least every 5 s."""
+        if not steps:
+            return
+        log = self.get_logger()
+        log.info(f'warming up {len(steps)} steps ({", ".join(name for name, _ in steps)}): '
+                 'numba compiles their kernels on a fresh install, or loads them from its cache')
+        took, compiled = warm_up.run(steps, log.info)
+        self.warmed.update(name for name, _ in steps)
+        log.info(f'warmed up in {took:.1f} s ({compiled} kernels compiled, the rest loaded '
+                 'from the cache)')
+
+    def refuse_uncompiled(self, steps):
+        """The reason a parameter change needing ``steps`` waits, or None: it can warm up now.
+
+        A step's kernels load from the cache in a fraction of a second once every kernel is
+        compiled (``_jit.complete()``); before that, a step could compile for seconds in the
+        middle of the control loop, so the change is refused until then.
+        """
+        if not steps or _jit.complete() or not _jit.ENABLED:
+            return None
+        return (f'{", ".join(name for name, _ in steps)} not compiled yet on this install: '
+                'the kernels are compiling in the background (python -m robot_dynamics.compile)'
+                '; set it again when the log says every kernel is compiled')
 
     def _build(self, values, urdf):
         arm = self._build_arm(values, urdf)
@@ -159,10 +200,9 @@ class ArmNode(Node):
         self.arm, config = self._build(self.values, urdf)
         self.urdf = urdf
         self.apply(config)
-        self.get_logger().info('warming up: numba compiles the kernels (the first start after an '
-                               'install takes up to about a minute) or loads them from its cache '
-                               '(later starts)')
-        self.warm_up()
+        self.warm_up(self.pending_warm_up(config))
+        if self.COMPILE_REST:
+            self.background_compile.start(self)
         self.get_logger().info(f'ready: {self.arm.model.nv} joints {list(self.arm.joints)}, '
                                f"{self.arm.model.base} -> {self.arm.model.tip or '(whole tree)'}")
 
@@ -203,12 +243,17 @@ class ArmNode(Node):
             check(self.PARAMS, values)
             if self.urdf is not None:
                 arm, config = self._build(values, self.urdf)
+                pending = self.pending_warm_up(config)
+                reason = self.refuse_uncompiled(pending)
+                if reason is not None:
+                    raise ConfigError(reason)
         except ConfigError as error:
             return SetParametersResult(successful=False, reason=str(error))
         self.values = values
         if self.urdf is not None:
             self.arm = arm
             self.apply(config)
+            self.warm_up(pending)
         return SetParametersResult(successful=True)
 
     def configure(self, values, arm):
@@ -363,6 +408,8 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
         machine = getattr(self, '_state_machine', None)
         if machine is not None:
             machine.destroy_when_not_in_use()
+        if hasattr(self, 'background_compile'):
+            self.background_compile.stop()
         super().destroy_node()
 
 

@@ -23,6 +23,9 @@ from robot_dynamics.core.cdr import COUNTS, OK, read_state
 
 GRAVITY, COMPUTED_TORQUE, TASK = 0, 1, 2   # the law
 PLAIN = -2                                 # the state is the plain path's to read
+#: the law of each mode
+LAWS = {'gravity_compensation': GRAVITY, 'computed_torque': COMPUTED_TORQUE,
+        'cartesian_impedance': TASK, 'operational_space': TASK}
 
 
 @jit
@@ -150,8 +153,8 @@ def choose(config, model, reader, output, order):
                         output.writer.data, output.clamped)
 
 
-def warm_up(model, joint_names, effort_limits, order):
-    """Compile (or load) the kernels: a state of zeros through every law, arrays typed as in use."""
+def warm_up(model, joint_names, effort_limits, order, modes):
+    """Compile (or load) the kernels of the laws of ``modes``: a state of zeros, typed as in use."""
     from robot_dynamics.core.control import ComputedTorque, GravityCompensation
     from robot_dynamics.core.task_control import CartesianImpedance
     from ..common.cdr import CdrJointStateReader, Float64MultiArrayWriter, serialized_zero_state
@@ -159,12 +162,14 @@ def warm_up(model, joint_names, effort_limits, order):
     reader = CdrJointStateReader(joint_names)
     reader.read_cdr(data)   # maps the names (plain read)
     zero, six = np.zeros(n), np.zeros(6)
-    laws = [(GRAVITY, GravityCompensation(model), None),
-            (COMPUTED_TORQUE, ComputedTorque(model, 1.0, 1.0), (zero, zero, zero))]
+    wanted = {LAWS[mode] for mode in modes}
+    laws = [(GRAVITY, lambda: GravityCompensation(model), None),
+            (COMPUTED_TORQUE, lambda: ComputedTorque(model, 1.0, 1.0), (zero, zero, zero))]
     if model.tip is not None:   # no tip: no task frame, no task-space mode
-        laws.append((TASK, CartesianImpedance(model, np.ones(6), posture=zero),
+        laws.append((TASK, lambda: CartesianImpedance(model, np.ones(6), posture=zero),
                      (np.eye(4), six, six, six)))
     for law, control, reference in laws:
-        cycle = CommandCycle(law, control, reader, effort_limits, order, zero.copy(),
-                             Float64MultiArrayWriter(n).data, np.zeros(n, bool))
-        cycle.run(data, reference, np.inf)
+        if law in wanted:
+            cycle = CommandCycle(law, control(), reader, effort_limits, order, zero.copy(),
+                                 Float64MultiArrayWriter(n).data, np.zeros(n, bool))
+            cycle.run(data, reference, np.inf)

@@ -20,6 +20,7 @@ from ..common.parameters import ConfigError
 from . import command_cycle, speed_limiter, task_space
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
+MODES = (GRAVITY_COMPENSATION, COMPUTED_TORQUE, *task_space.MODES)
 BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
 
 
@@ -84,19 +85,37 @@ def check_model(model):
                           f'M(q) {smallest:.3g} at q = {q.tolist()}')
 
 
-def warm_up(config, arm, compiled):
-    """Compile (or load) every kernel this Config uses: one call of each at a mid pose."""
+def warm_up_steps(config, arm, compiled, every_mode=False):
+    """The warm-up steps (core.warm_up) of the kernels this Config calls, as (name, function).
+
+    Those of its mode and of the components it has on (collision detection, PFL): each mode
+    has its own laws and compiled cycle, and a cold start compiles only what it runs.
+    ``every_mode``: every mode's and component's (``python -m robot_dynamics.compile``).
+    """
     model = arm.model
     q = model.neutral_position
     zero = np.zeros_like(q)
-    config.gravity_compensation(q, zero)
-    config.computed_torque(q, zero, q, zero, zero)
-    config.profile.command(q, zero)
-    task_space.warm_up(model)
-    contact_safety.warm_up(config.safety)
-    speed_limiter.warm_up(config.pfl, model)
-    cdr.warm_up(model.joint_names)
-    if compiled:
-        command_cycle.warm_up(model, model.joint_names, config.effort_limits, arm.order)
-    limit_command(zero, zero.copy(), math.inf, config.effort_limits, arm.order,
-                  Float64MultiArrayWriter(len(q)).data, np.zeros(len(q), bool))
+    modes = MODES if every_mode else (config.mode,)
+    laws = [mode for mode in modes if mode in command_cycle.LAWS and
+            (mode not in task_space.MODES or model.tip is not None)]
+    steps = [('gravity compensation', lambda: config.gravity_compensation(q, zero)),
+             ('command limits', lambda: (config.profile.command(q, zero), limit_command(
+                 zero, zero.copy(), math.inf, config.effort_limits, arm.order,
+                 Float64MultiArrayWriter(len(q)).data, np.zeros(len(q), bool))))]
+    if COMPUTED_TORQUE in modes:
+        steps += [('computed torque', lambda: config.computed_torque(q, zero, q, zero, zero)),
+                  ('trajectory check', lambda: contact_safety.warm_up_trajectories(
+                      config.safety))]
+    if every_mode or config.mode in task_space.MODES:
+        steps.append(('task space', lambda: task_space.warm_up(model)))
+    if every_mode or config.safety.detection is not None:
+        steps.append(('collision detection', lambda: contact_safety.warm_up_observer(
+            config.safety)))
+    if every_mode or config.pfl.enabled:
+        steps.append(('power and force limiting', lambda: speed_limiter.warm_up(config.pfl,
+                                                                                model)))
+    if compiled or every_mode:
+        steps.append(('joint state reader', lambda: cdr.warm_up(model.joint_names)))
+        steps += [(f'compiled cycle ({mode})', lambda mode=mode: command_cycle.warm_up(
+            model, model.joint_names, config.effort_limits, arm.order, [mode])) for mode in laws]
+    return steps

@@ -48,6 +48,7 @@ class DynamicsController(ManagedArmNode):
 
     NAME = 'dynamics_controller'
     PARAMS = load(NAME)
+    COMPILE_REST = True   # its mode switches at run time: every mode's kernels in the cache
 
     def __init__(self, **options):
         self.config = self.reader = self.cycle = self.action = None
@@ -109,15 +110,20 @@ class DynamicsController(ManagedArmNode):
         self.output.apply(config, self.arm.model, self.arm.order)
         self.identification.configure(self.values, self.arm, config.profile)
         self.reactions.configure(config.safety, self.arm.model, self.values['state_timeout'])
-        plain_only = not self.values['fast_path'] or self.reactions.observer is not None \
-            or self.velocity_filter is not None
-        self.cycle = None if plain_only else command_cycle.choose(
+        self.cycle = None if not self.fast_path(self.values, config) else command_cycle.choose(
             config, self.arm.model, self.reader, self.output, self.arm.order)
         self.watchdog.configure(self.values['state_timeout'])
         self.state.apply(self.values['controller_state.rate'])
 
-    def warm_up(self):
-        configuration.warm_up(self.config, self.arm, compiled=self.cycle is not None)
+    @staticmethod
+    def fast_path(values, config):
+        """Whether ``config`` may run the compiled cycle (no observer, no velocity filter)."""
+        return values['fast_path'] and config.safety.detection is None \
+            and config.velocity_filter_cutoff <= 0.0
+
+    def warm_up_steps(self, config, every_mode=False):
+        return configuration.warm_up_steps(config, self.arm, self.fast_path(self.values, config),
+                                           every_mode)
 
     def clear(self):
         """A cleanup: the model's configuration and the state it was tracking are gone."""

@@ -136,22 +136,28 @@ class WrenchEstimator(ManagedArmNode):
             return self.values['state_timeout']
         return min(self.values['state_timeout'], self.values['collision.max_gap'])
 
-    def warm_up(self):
+    def warm_up_steps(self, config, every_mode=False):
+        m = self.arm.model
+        steps = [('momentum observer', lambda: self.warm_up_observer(config))]
+        if self.values['fast_path']:
+            steps.append(('joint state reader', lambda: cdr.warm_up(m.joint_names)))
+            steps.append(('compiled cycle', lambda: estimator_cycle.warm_up(
+                MomentumObserver(m, config.gain), m.joint_names, config.frame or '',
+                config.reference, self.arm.order)))
+        return steps
+
+    def warm_up_observer(self, config):
         m = self.arm.model
         q, zero = m.neutral_position, np.zeros(m.nv)
-        observer = MomentumObserver(m, self.config.gain)
+        observer = MomentumObserver(m, config.gain)
         observer.update(q, zero, zero, 0.0)
         tau_ext = observer.update(q, zero, zero, 1e-3)
         state = q.copy()   # what check_singularity and health call, on a state's writable q
         rd.gravity(m, state)
         rd.mass_matrix(m, state)
-        if self.config.frame is not None:
-            observer.wrench(q, tau_ext, m.tip, self.config.reference, self.config.damping)
-            rd.frame_jacobian(m, state, m.tip, self.config.reference)
-        cdr.warm_up(m.joint_names)
-        if self.cycle is not None:
-            estimator_cycle.warm_up(self.observer, m.joint_names, self.config.frame or '',
-                                    self.config.reference, self.arm.order)
+        if config.frame is not None:
+            observer.wrench(q, tau_ext, m.tip, config.reference, config.damping)
+            rd.frame_jacobian(m, state, m.tip, config.reference)
 
     # -- the state loop's steps (ManagedArmNode.on_state) --------------------------------------
     def compiled(self, data):
