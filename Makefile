@@ -11,7 +11,7 @@ PYTEST := $(PY) -m pytest -q --timeout=300
 WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadfile
 
-.PHONY: all venv test-interfaces compile demo test test-unit test-nojit docs bench bench-nodes lint colcon clean
+.PHONY: all venv test-interfaces compile demo test test-unit test-nojit docs bench bench-nodes bench-start lint colcon clean
 all: test
 
 venv:
@@ -57,6 +57,10 @@ bench: venv
 # The node section alone: each node's CPU per cycle and latency against a minimal rclpy node.
 bench-nodes: venv
 	$(PY) -m robot_dynamics.benchmarks.nodes
+
+# Cold (empty NUMBA_CACHE_DIR) and warm start of each node to its first output, and the compile.
+bench-start: venv
+	$(PY) -m robot_dynamics.benchmarks.start
 
 # colcon build into a temporary workspace, and check the installed layout.
 colcon: venv
