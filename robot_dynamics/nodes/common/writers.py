@@ -24,10 +24,17 @@ def full_name(namespace, name):
     return namespace.rstrip('/') + '/' + name
 
 
+UNKNOWN = '_NODE_NAME_UNKNOWN_'   # rmw's name of a node whose endpoints came before its name
+
+
 def writers(node, topic):
-    """{publisher GID bytes: fully qualified node name} of the publishers on ``topic``."""
+    """{publisher GID bytes: fully qualified node name} of the publishers on ``topic``.
+
+    Without the publishers whose node is not known yet: a later look names them.
+    """
     return {bytes(e.endpoint_gid): full_name(e.node_namespace, e.node_name)
-            for e in node.get_publishers_info_by_topic(node.resolve_topic_name(topic))}
+            for e in node.get_publishers_info_by_topic(node.resolve_topic_name(topic))
+            if e.node_name != UNKNOWN}
 
 
 def other_writers(node, topic):
