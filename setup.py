@@ -24,6 +24,7 @@ setup(
         share('launch', 'launch/*.launch.py'),
         share('config', 'config/*.yaml', 'config/*.xml'),
         share('config/ros2_control', 'config/ros2_control/*.yaml'),
+        share('config/security', 'config/security/*.xml'),
         share('urdf', f'{package_name}/robots/*.urdf'),
     ],
     # The floors CI tests (requirements-jazzy.txt): Ubuntu 24.04's numpy and scipy, the oldest

@@ -32,11 +32,13 @@ from ..common.joint_states import COMMAND_QOS, to_array
 from ..common.node import ArmNode, main as run_node
 from ..common.parameters import ConfigError, check
 from ..common.schema import load
+from ..common.writers import other_writers
 from .plant_parameters import make_plant, plant_urdf, with_profile
 
 SLIP = 0.5  # s behind the wall clock before the deadlines are re-anchored
 FLOW_WINDOW = 0.1   # s: commands "flow" while one came within this long (or command_wait)
 STOP_TIME = 0.01    # s: the watchdog stop's velocity time constant below stop_deceleration
+COMMANDS = 'effort_controller/commands'
 REST = 1e-3         # rad/s (m/s): every joint slower than this, the stopped arm is at rest
 # /clock as rclpy's and rclcpp's time sources subscribe to it (rclcpp::ClockQoS)
 CLOCK_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
@@ -103,6 +105,7 @@ class ArmSimulator(ArmNode):
         # controller keep up with the wall clock the simulation is paced by
         self.published_at = self.previous_published_at = self.commanded_at = time.monotonic()
         self.stamp = (0, 0)   # (sec, nanosec) of the last state published
+        self.writers = []     # the command topic's publishers, when more than one
         self.load_model()
 
     def configure(self, values, arm):
@@ -388,6 +391,7 @@ class ArmSimulator(ArmNode):
             if time.monotonic() >= next_report:
                 next_report += 1.0
                 report = {**pace.report(), **self.loop_latency.stats()}
+                self.check_writers()
                 self.publish_diagnostics(report)
                 if time.monotonic() >= next_log:
                     next_log += self.values['log_period']
@@ -434,11 +438,30 @@ class ArmSimulator(ArmNode):
                 return
             executor.spin_once(timeout_sec=min(left, 0.1))
 
+    def check_writers(self):
+        """Once a second: more than one publisher on the command topic is a WARN (one per set).
+
+        A drive takes one stream of commands; two controllers' would reach it interleaved.
+        """
+        found = other_writers(self, COMMANDS)
+        found = found if len(found) > 1 else []
+        if found and found != self.writers:
+            self.get_logger().warning(
+                f"{len(found)} publishers on {self.resolve_topic_name(COMMANDS)}: "
+                f"{', '.join(found)}; their commands reach the arm interleaved (one controller "
+                'per command topic)')
+        self.writers = found
+
     def publish_diagnostics(self, report):
-        report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report}
+        report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report,
+                  'command_publishers': self.writers}
+        message = 'braked' if self.braked else 'stopping' if self.stopping else 'running'
+        if self.writers:
+            message = f"{message}; {len(self.writers)} publishers on {COMMANDS}: " \
+                f"{', '.join(self.writers)}"
         status = DiagnosticStatus(
-            level=DiagnosticStatus.OK, name=f'{self.get_name()}: simulation',
-            message='braked' if self.braked else 'stopping' if self.stopping else 'running',
+            level=DiagnosticStatus.WARN if self.writers else DiagnosticStatus.OK,
+            name=f'{self.get_name()}: simulation', message=message,
             hardware_id=self.values['tip'],
             values=[KeyValue(key=k, value=str(v)) for k, v in report.items()])
         array = DiagnosticArray(status=[status])

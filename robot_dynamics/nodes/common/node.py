@@ -50,6 +50,7 @@ from .context import Context
 from .joint_states import DESCRIPTION_QOS, BadInput, state_qos
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
 from .timers import called_when_due
+from .writers import JointStateSource
 
 
 USE_SIM_TIME = 'use_sim_time'   # rclpy's parameter: the node's clock is /clock
@@ -289,8 +290,10 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
     def subscribe_joint_states(self, depth):
         """joint_states, as serialized bytes on the fast path, else as messages."""
         raw = self.values['fast_path']
-        self.create_subscription(JointState, 'joint_states',
-                                 self.on_serialized_joint_state if raw else self.on_joint_state,
+        self.source = JointStateSource(   # one source: common.writers
+            self, 'joint_states', self.on_serialized_joint_state if raw else self.on_joint_state,
+            self.values['joint_states_sources'])
+        self.create_subscription(JointState, 'joint_states', self.source,
                                  state_qos(self.values['joint_states_reliability'], depth),
                                  raw=raw)
 

@@ -14,6 +14,7 @@ import time
 
 from builtin_interfaces.msg import Time
 from rclpy.duration import Duration
+from rclpy.lifecycle import TransitionCallbackReturn
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import Trigger
@@ -29,10 +30,12 @@ from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
 from ..common.node import ManagedArmNode, main as run_node
 from ..common.schema import load
+from ..common.writers import GRAPH_PERIOD, other_writers
 from . import (command_cycle, configuration, controller_state, speed_limiter, task_space,
                trajectory_action)
 from .command_output import CommandOutput
 from .configuration import COMPUTED_TORQUE, GRAVITY_COMPENSATION
+from .limits import Ceiling
 from .reactions import Reactions
 from .reference import Reference, trajectory_start, within_limits
 from .watchdog import StateWatchdog
@@ -40,7 +43,9 @@ from .watchdog import StateWatchdog
 STOP_RAMP = 1.0          # s: longest ramp to the final command on a graceful stop
 ACK_WAIT = 1.0           # s: longest wait for the final command's acknowledgements
 COUNTERS = ('commands', 'rejected_states', 'rejected_references', 'clamped_commands',
-            'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions')
+            'rate_limited_commands', 'non_finite_commands', 'timeouts', 'collisions',
+            'ignored_states')
+COMMANDS = 'effort_controller/commands'
 
 
 class DynamicsController(ManagedArmNode):
@@ -54,18 +59,21 @@ class DynamicsController(ManagedArmNode):
         self.config = self.reader = self.cycle = self.action = None
         self.reference = Reference()
         self.q_last, self.t_last = None, None   # the newest accepted state's q and stamp
+        self.ceiling = None   # the limits at configure: run time may only lower them (limits)
+        self.displaced_by = None   # other writers seen on the command topic while active
         super().__init__(self.NAME, **options)
         self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
         self.watchdog = StateWatchdog(self.create_timer, lambda: self.seconds(),
                                       self.ramp_to_final, self.stopped_commanding)
-        self.publisher = self.create_publisher(Float64MultiArray, 'effort_controller/commands',
-                                               COMMAND_QOS)
+        self.publisher = None   # created while active: an inactive controller is no writer
         self.output = CommandOutput(
             self.publisher, self.create_publisher(Time, '~/command_stamp', COMMAND_QOS),
             self.diagnostics, self.get_logger(), self.warn, self.get_clock(),
             self.watchdog.commanded)
         # depth 1: a controller acts on the newest state and skips any it could not serve
         self.subscribe_joint_states(1)
+        self.source.count = lambda: self.diagnostics.count('ignored_states')
+        self.create_timer(GRAPH_PERIOD, self.check_writers)
         self.create_subscription(JointTrajectoryMsg, '~/joint_trajectory', self.on_trajectory, 10)
         self.create_subscription(JointState, '~/reference', self.on_reference, 10)
         context = self.component_context(self.diagnostics, lambda: self.q_last)
@@ -87,9 +95,17 @@ class DynamicsController(ManagedArmNode):
         self.start()
 
     # -- configuration -------------------------------------------------------------------------
-    configure = staticmethod(configuration.configure)   # the parameters' Config (ArmNode)
+    def configure(self, values, arm):
+        """The parameters' Config (ArmNode); at run time, limits no higher than at configure."""
+        config = configuration.configure(values, arm)
+        if self.ceiling is not None:
+            self.ceiling.check(config, values)
+        return config
 
     def apply(self, config):
+        if self.ceiling is None:   # the lifecycle's configure (or the model's arrival)
+            self.ceiling = Ceiling(config, self.values)
+        self.source.select(self.values['joint_states_sources'])
         self.task.apply(config.task)
         previous = self.config and self.config.computed_torque
         if config.mode != (self.config and self.config.mode):
@@ -128,7 +144,7 @@ class DynamicsController(ManagedArmNode):
     def clear(self):
         """A cleanup: the model's configuration and the state it was tracking are gone."""
         self.watchdog.stop()
-        self.config = self.cycle = self.q_last = self.t_last = None
+        self.config = self.cycle = self.q_last = self.t_last = self.ceiling = None
         self.reference.hold(None)
         self.output.writer = None   # buffers for the next model's joints
 
@@ -340,13 +356,60 @@ class DynamicsController(ManagedArmNode):
     def on_reset(self, request, response):
         """~/reset: clear a latched collision; tracking resumes holding the current position."""
         event = self.reactions.reset()
+        self.source.reset()
         response.success, response.message = True, 'no collision latched'
         if event is not None:
             if self.q_last is not None:
                 self.hold()
             response.message = f'reset after {event}: holding the current position'
             self.get_logger().info(response.message)
+        response.message += '; joint_states: the source is chosen again'
         return response
+
+    # -- one writer on the command topic (common.writers) --------------------------------------
+    def on_activate(self, state):
+        """Refused while another node publishes on the command topic; else its publisher."""
+        others = other_writers(self, COMMANDS)
+        if others:
+            self.get_logger().error(
+                f"activation refused: {self.resolve_topic_name(COMMANDS)} already has a writer: "
+                f"{', '.join(others)} (one controller per command topic: stop or deactivate it)")
+            return TransitionCallbackReturn.FAILURE
+        self.displaced_by = None
+        self.publisher = self.output.publisher = self.create_publisher(
+            Float64MultiArray, COMMANDS, COMMAND_QOS)
+        return super().on_activate(state)
+
+    def on_deactivate(self, state):
+        result = super().on_deactivate(state)   # the final command (finish) first
+        self.drop_publisher()
+        return result
+
+    def on_cleanup(self, state):
+        self.drop_publisher()
+        return super().on_cleanup(state)
+
+    def drop_publisher(self):
+        if self.publisher is not None:
+            self.destroy_publisher(self.publisher)
+        self.publisher = self.output.publisher = None
+
+    def check_writers(self):
+        """Every GRAPH_PERIOD while active: another writer on the command topic stops this one.
+
+        Both streams would reach the arm interleaved: the final command, then inactive (ERROR).
+        """
+        if not self.active or self.publisher is None:
+            return
+        others = other_writers(self, COMMANDS)
+        if not others:
+            return
+        self.displaced_by = others
+        self.get_logger().error(
+            f"another writer on {self.resolve_topic_name(COMMANDS)}: {', '.join(others)}; "
+            'published the final gravity compensation command and deactivated (one controller '
+            'per command topic: activate again once it is gone)')
+        self.trigger_deactivate()
 
     # -- outputs -------------------------------------------------------------------------------
     def ramp_to_final(self):
@@ -384,6 +447,9 @@ class DynamicsController(ManagedArmNode):
     def health(self):
         """(level, message, values) for /diagnostics, with the model check at the last pose."""
         level, message, values = OK, f'commanding ({self.values["mode"]})', {}
+        if self.displaced_by:
+            return ERROR, (f"deactivated: another writer on {COMMANDS}: "
+                           f"{', '.join(self.displaced_by)}"), {}
         if not self.active:
             return WARN, 'not active (lifecycle): not commanding', {}
         if self.config is None:
@@ -398,10 +464,14 @@ class DynamicsController(ManagedArmNode):
         warning, task = self.task.health()
         if warning and level == OK:
             level, message = WARN, warning
+        warning, source = self.source.health()
+        if warning and level == OK:
+            level, message = WARN, warning
         level, message, reactions = self.reactions.health(
             level, message, self.config, self.task.law, self.diagnostics, self.arm.model,
             self.q_last, self.get_logger().error)
-        return level, message, {'mode': self.values['mode'], **values, **task, **reactions}
+        return level, message, {'mode': self.values['mode'], **values, **task, **reactions,
+                                **source}
 
 
 def main(args=None):

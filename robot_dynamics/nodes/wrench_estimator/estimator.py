@@ -30,7 +30,7 @@ DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
 TARED = 'tared at the joint state stamped {stamp:.6f} s: bias {bias} (joints order)'
 COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular',
-            'collisions')
+            'collisions', 'ignored_states')
 
 
 def tared_at(message):
@@ -86,6 +86,7 @@ class WrenchEstimator(ManagedArmNode):
         # depth 10: the observer integrates momentum, so it takes every state, a little late
         # after a hiccup rather than skipping some (which costs accuracy)
         self.subscribe_joint_states(10)
+        self.source.count = lambda: self.diagnostics.count('ignored_states')
         self.create_service(Trigger, '~/tare', self.on_tare)
         context = self.component_context(self.diagnostics, lambda: self.q_last)
         self.collision = contact_safety.CollisionMonitor(context)
@@ -112,6 +113,7 @@ class WrenchEstimator(ManagedArmNode):
             self.get_logger().info('no tip (the whole tree): publishing ~/external_joint_torques '
                                    'only; ~/wrench needs the tip parameter')
         self.config = config
+        self.source.select(self.values['joint_states_sources'])
         self.collision.configure(config.detection, self.arm.model)
         self.reader = cdr.CdrJointStateReader(self.arm.model.joint_names)
         self.torques = JointState(name=list(self.arm.joints))
@@ -289,8 +291,12 @@ class WrenchEstimator(ManagedArmNode):
         values = {'mass_matrix_min_eigenvalue': round(smallest, 6),
                   'jacobian_conditioning': self.conditioning,
                   **self.residual.values(self.arm.to_joints), **self.collision.health()}
+        warning, source = self.source.health()
+        values.update(source)
         if not ok:
             return ERROR, 'model unhealthy: M(q) not positive definite', values
+        if warning:
+            return WARN, warning, values
         if self.collision.event is not None:
             return WARN, str(self.collision.event), values
         if self.conditioning is not None and self.conditioning < SINGULAR:
@@ -308,10 +314,12 @@ class WrenchEstimator(ManagedArmNode):
         return response
 
     def on_reset(self, request, response):
-        """~/reset: clear a latched collision event (detection re-armed)."""
+        """~/reset: clear a latched collision event (detection re-armed), choose the source anew."""
         event = self.collision.reset()
+        self.source.reset()
         response.success = True
         response.message = 'no collision latched' if event is None else f'reset after {event}'
+        response.message += '; joint_states: the source is chosen again'
         return response
 
 
