@@ -139,7 +139,7 @@ def _marker():
 
 
 def complete():
-    """Whether ``mark_complete()`` ran for these sources and this numba (the cache is full)."""
+    """Whether the cache is marked complete for these sources and this numba."""
     marker = _marker()
     return marker is not None and marker.exists()
 
