@@ -149,3 +149,25 @@ def test_pure_python_fallback_computes_the_same_numbers():
     fallback = json.loads(run.stdout)
     for name in names:
         np.testing.assert_allclose(fallback[name], outputs(name), rtol=1e-12, atol=1e-12)
+
+
+def test_a_reinstall_of_the_same_sources_loads_the_cache(install):
+    """Cache entries are stamped with the sources' contents: new mtimes recompile nothing."""
+    env = environment(install, 'cache')
+    cold, _ = python(MASS_MATRIX, env)
+    for path in (install / 'site').rglob('*.py'):   # what a reinstall or colcon build does
+        os.utime(path, (path.stat().st_atime, path.stat().st_mtime + 3600))
+    warm, _ = python(MASS_MATRIX, env)
+    assert cold['misses'] > 0 and (warm['hits'], warm['misses']) == (1, 0)
+
+
+def test_processes_compiling_at_once_compile_a_kernel_once(install):
+    """A process finding another compiling a kernel waits for its cache entry (_jit's lock)."""
+    env = {**os.environ, **environment(install, 'cache')}
+    runs = [subprocess.Popen([sys.executable, '-c', MASS_MATRIX], env=env, cwd='/',
+                             stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    results = [json.loads(run.communicate(timeout=240)[0]) for run in runs]
+    assert sorted(r['misses'] for r in results)[0] == 0, results   # one of them only loaded
+    assert sorted(r['hits'] for r in results) == [0, 1], results
+    for result in results:
+        np.testing.assert_allclose(result['M'], results[0]['M'], rtol=0)
