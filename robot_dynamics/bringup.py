@@ -58,8 +58,8 @@ ARGUMENTS = {
     'prefix': ('', "prepended to the config's joint and frame names (empty: none), e.g. left_"),
     'engine': ('', 'arm_simulator engine for simulated_arm: internal or mujoco (empty: the '
                    "config file's, else internal)"),
-    'mode': ('gravity_compensation', f"dynamics_controller mode for simulated_arm: "
-                                     f"{', '.join(MODES)}"),
+    'mode': ('', f"dynamics_controller mode for simulated_arm: {', '.join(MODES)} (empty: the "
+                 "config file's, else gravity_compensation)"),
 }
 
 
@@ -143,13 +143,13 @@ def prefixed(section, prefix):
 
 
 def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
-          mode='gravity_compensation', overrides=None, engine='', namespace='', prefix=''):
+          mode='', overrides=None, engine='', namespace='', prefix=''):
     """The NodeSpecs of a setup; ``overrides``: {node name: {parameter: value}} applied last."""
     if setup not in SETUPS:
         raise ValueError(f"unknown setup '{setup}'; known: {', '.join(SETUPS)}")
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot '{robot}'; shipped: {', '.join(ROBOTS)}")
-    if mode not in MODES:
+    if mode and mode not in MODES:
         raise ValueError(f"unknown mode '{mode}'; known: {', '.join(MODES)}")
     description = {}
     if not _true(use_description_topic):
@@ -160,8 +160,8 @@ def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
     for name, parameters in SETUPS[setup].items():
         renamed = prefixed(config_section(params_file, name), prefix) if prefix else {}
         parameters = {**description, **renamed, **parameters}
-        if setup == 'simulated_arm' and name == 'dynamics_controller':
-            parameters['mode'] = mode
+        if setup == 'simulated_arm' and name == 'dynamics_controller' and mode:
+            parameters['mode'] = mode   # given: over the config file's (else the file's)
         if setup == 'simulated_arm' and name == 'arm_simulator' and engine:
             parameters['engine'] = engine
         parameters.update((overrides or {}).get(name, {}))

@@ -27,6 +27,7 @@ import ctypes
 import faulthandler
 import math
 import os
+import re
 import signal
 import sys
 import time
@@ -58,18 +59,26 @@ FOREIGN_PERIOD = 5.0   # s: joint states without our joints for this long are wo
 
 
 class Throttled:
-    """log(text) at most once per ``period`` seconds for each distinct text.
+    """log(text) at most once per ``period`` seconds for each kind of text.
 
-    Wall time: the log is read by a person, whatever the node's clock.
+    A kind is the text with its numbers masked (``kind``): "stamp jumped 0.31 s ahead" and
+    "stamp jumped 0.32 s ahead" are one message, throttled together. Wall time: the log is read
+    by a person, whatever the node's clock.
     """
+
+    NUMBER = re.compile(r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?')
 
     def __init__(self, log, period=1.0):
         self.log, self.period, self.last = log, period, {}
 
+    @classmethod
+    def kind(cls, text):
+        return cls.NUMBER.sub('#', text)
+
     def __call__(self, text):
-        now = time.monotonic()
-        if now - self.last.get(text, -math.inf) >= self.period:
-            self.last[text] = now
+        now, kind = time.monotonic(), self.kind(text)
+        if now - self.last.get(kind, -math.inf) >= self.period:
+            self.last[kind] = now
             self.log(text)
 
 

@@ -87,7 +87,7 @@ class DynamicsController(ManagedArmNode):
         self.state = controller_state.ControllerState(   # ~/controller_state
             context, lambda: self.output.tau_last, lambda: self.limiter.s)
         if not self.action.available:
-            self.get_logger().info(f'control_msgs is not importable: {trajectory_action.MISSING}; '
+            self.get_logger().info(f'{self.action.missing}: {trajectory_action.MISSING}; '
                                    f'{controller_state.FALLBACK}')
         self.tracked = None   # (q_d, q̇_d, q̈_d) computed torque tracked on the plain path
         self.velocity_filter = None

@@ -59,8 +59,12 @@ class ControllerState:
             return
         if self.publishers is None:
             create = self.context.create_publisher
-            self.publishers = [create(self.type, TOPIC, 10)] if self.available else \
-                [create(JointState, f'{TOPIC}/{part}', 10) for part in PARTS]
+            try:
+                self.publishers = [create(self.type, TOPIC, 10)] if self.available else None
+            except (ValueError, RuntimeError, OSError):   # its type support does not load
+                self.type = None
+            if not self.available:
+                self.publishers = [create(JointState, f'{TOPIC}/{part}', 10) for part in PARTS]
         self.period, self.due = round(1e9 / rate), 0
 
     def publish(self, stamp, q, v, reference):

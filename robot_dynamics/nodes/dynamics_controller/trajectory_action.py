@@ -107,13 +107,17 @@ class TrajectoryAction:
     def __init__(self, context, reference, start_trajectory, tracking, hold):
         self.context, self.reference, self.goal, self.server = context, reference, None, None
         self.start_trajectory, self.tracking, self.hold = start_trajectory, tracking, hold
-        self.action = import_action()
+        self.action, self.missing = import_action(), 'control_msgs is not importable'
         if self.action is None:
             return
-        self.server = context.create_action_server(
-            self.action, ACTION, execute_callback=self.execute,
-            goal_callback=lambda request: GoalResponse.ACCEPT,
-            cancel_callback=lambda handle: CancelResponse.ACCEPT)
+        try:
+            self.server = context.create_action_server(
+                self.action, ACTION, execute_callback=self.execute,
+                goal_callback=lambda request: GoalResponse.ACCEPT,
+                cancel_callback=lambda handle: CancelResponse.ACCEPT)
+        except (ValueError, RuntimeError, OSError) as error:   # its type support does not load
+            self.action = None
+            self.missing = f'control_msgs imports but its type support does not load ({error})'
 
     @property
     def available(self):
