@@ -26,6 +26,7 @@ SECTIONS = {
     'complexity': ('complexity',
                    lambda r: report.complexity_table(r['complexity'], r['exponents'])),
     'startup': ('startup', lambda r: report.startup_table(r['startup'])),
+    'starts': ('starts', report.starts_table),
     'nodes': ('summary', lambda r: report.node_table(r['summary'])),
     'readers': ('readers', lambda r: report.reader_table(r['readers'])),
     'callbacks': ('callbacks', lambda r: report.callback_table(r['callbacks'])),

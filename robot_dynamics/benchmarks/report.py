@@ -51,6 +51,14 @@ def startup_table(rows):
                  [[r['stage'], f"{r['cold_s']:.2f}", f"{r['warm_s']:.3f}"] for r in rows])
 
 
+def starts_table(results):
+    """make bench-start: each node's process start to its first output, cold and warm."""
+    rows = [[r['case'], f"{r['cold_s']:.1f}", f"{r['warm_s']:.2f}"] for r in results['starts']]
+    rows.append(['python -m robot_dynamics.compile (every node, every mode)',
+                 f"{results['compile_s']:.0f}", ''])
+    return table([f"to the first output, on {results['arm']}", 'cold s', 'warm s'], rows)
+
+
 # the node benchmark's tables (robot_dynamics.benchmarks.nodes), here so that the manual
 # renders them without importing rclpy
 LABELS = {'minimal': 'minimal rclpy node (a)', 'minimal_raw': 'raw minimal node (b)',
