@@ -432,7 +432,8 @@ class ArmSimulator(ArmNode):
             executor.spin_once(timeout_sec=min(left, 0.1))
 
     def publish_diagnostics(self, report):
-        report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report}
+        report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report,
+                  **self.realtime_health()}
         status = DiagnosticStatus(
             level=DiagnosticStatus.OK, name=f'{self.get_name()}: simulation',
             message='braked' if self.braked else 'stopping' if self.stopping else 'running',
