@@ -60,7 +60,15 @@ ARGUMENTS = {
                    "config file's, else internal)"),
     'mode': ('', f"dynamics_controller mode for simulated_arm: {', '.join(MODES)} (empty: the "
                  "config file's, else gravity_compensation)"),
+    'thread_priority': ('', 'SCHED_FIFO priority of every node\'s loop (as ros2_control_node\'s; '
+                            'e.g. 50; 0: the default scheduler; empty: the config file\'s, '
+                            'else 0); doc/guides/real_time.md'),
+    'cpu_affinity': ('', 'CPUs of every node, comma-separated, e.g. 2,3 (empty: the config '
+                         'file\'s, else all)'),
+    'lock_memory': ('', 'true: every node mlockall()s its memory (empty: the config file\'s, '
+                        'else false)'),
 }
+REALTIME_ARGUMENTS = ('thread_priority', 'cpu_affinity', 'lock_memory')   # node parameters
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,9 +150,27 @@ def prefixed(section, prefix):
     return out
 
 
+def realtime_parameters(thread_priority='', cpu_affinity='', lock_memory=''):
+    """The real-time launch arguments given (not empty) as node parameters, typed."""
+    given = {}
+    if str(thread_priority).strip():
+        given['thread_priority'] = int(thread_priority)
+    if str(cpu_affinity).strip():
+        given['cpu_affinity'] = [int(c) for c in str(cpu_affinity).strip('[]').split(',')
+                                 if c.strip()]
+    if str(lock_memory).strip():
+        given['lock_memory'] = _true(lock_memory)
+    return given
+
+
 def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
-          mode='', overrides=None, engine='', namespace='', prefix=''):
-    """The NodeSpecs of a setup; ``overrides``: {node name: {parameter: value}} applied last."""
+          mode='', overrides=None, engine='', namespace='', prefix='',
+          thread_priority='', cpu_affinity='', lock_memory=''):
+    """The NodeSpecs of a setup; ``overrides``: {node name: {parameter: value}} applied last.
+
+    ``thread_priority``, ``cpu_affinity``, ``lock_memory``: launch arguments (strings; empty:
+    not given) for every node (``realtime_parameters``).
+    """
     if setup not in SETUPS:
         raise ValueError(f"unknown setup '{setup}'; known: {', '.join(SETUPS)}")
     if robot not in ROBOTS:
@@ -156,10 +182,11 @@ def nodes(setup, robot='panda', urdf='', use_description_topic=False, config='',
         from robot_dynamics.core.robots import robot_urdf
         description['robot_description'] = pathlib.Path(urdf or robot_urdf(robot)).read_text()
     params_file = config_path(config, robot)
+    realtime = realtime_parameters(thread_priority, cpu_affinity, lock_memory)
     specs = []
     for name, parameters in SETUPS[setup].items():
         renamed = prefixed(config_section(params_file, name), prefix) if prefix else {}
-        parameters = {**description, **renamed, **parameters}
+        parameters = {**description, **renamed, **realtime, **parameters}
         if setup == 'simulated_arm' and name == 'dynamics_controller' and mode:
             parameters['mode'] = mode   # given: over the config file's (else the file's)
         if setup == 'simulated_arm' and name == 'arm_simulator' and engine:

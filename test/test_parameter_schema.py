@@ -32,7 +32,7 @@ NODES = {'dynamics_controller': DynamicsController, 'wrench_estimator': WrenchEs
 RCLPY_OWN = {'use_sim_time', 'start_type_description_service'}   # rclpy declares these
 NODE_SPECIFIC = {'fast_path'}   # the same name, a different path in each node
 TYPES = {'bool': bool, 'int': int, 'double': float, 'string': str, 'double_array': list,
-         'string_array': list}
+         'int_array': list, 'string_array': list}
 
 
 def entries(node):

@@ -454,7 +454,7 @@ class ArmSimulator(ArmNode):
 
     def publish_diagnostics(self, report):
         report = {'engine': self.values['engine'], 'rate_hz': self.values['rate'], **report,
-                  'command_publishers': self.writers}
+                  'command_publishers': self.writers, **self.realtime_health()}
         message = 'braked' if self.braked else 'stopping' if self.stopping else 'running'
         if self.writers:
             message = f"{message}; {len(self.writers)} publishers on {COMMANDS}: " \

@@ -3,7 +3,7 @@
 A node warms up only what its configuration calls (node.py), so that a fresh install starts in
 seconds; a later switch of mode would then compile for seconds in the control loop, so it is
 refused until every kernel is in the cache (``ArmNode.refuse_uncompiled``). This starts
-``python -m robot_dynamics.compile --quiet`` at the lowest CPU priority to fill the cache, and
+``python -m robot_dynamics.compile --quiet`` in the idle scheduling class to fill the cache, and
 logs when it is done (or failed, with its output).
 """
 import os
@@ -19,6 +19,21 @@ from robot_dynamics.core import _jit
 POLL = 1.0   # s between checks of the process (the node's wall-clock timer)
 
 
+def idle():
+    """In the child before exec: the idle scheduling class (else the lowest nice), and all CPUs.
+
+    Not the node's real-time priority or CPU affinity, which a child would inherit.
+    """
+    try:
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    except (AttributeError, OSError):
+        os.nice(19)
+    try:
+        os.sched_setaffinity(0, range(os.cpu_count() or 1))
+    except OSError:
+        pass
+
+
 class BackgroundCompile:
     """One compile process, started by ``start(node)`` unless the cache is complete."""
 
@@ -32,7 +47,7 @@ class BackgroundCompile:
         self.process = subprocess.Popen(
             [sys.executable, '-m', 'robot_dynamics.compile', '--quiet'],
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-            preexec_fn=lambda: os.nice(19))
+            preexec_fn=idle)
         node.get_logger().info(
             f'compiling the kernels of every other mode in the background (pid '
             f'{self.process.pid}, python -m robot_dynamics.compile): a switch of mode waits '

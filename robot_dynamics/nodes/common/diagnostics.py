@@ -102,7 +102,7 @@ class Diagnostics:
         values = {'rate_hz': round(self.last_rate, 1), **self.latency.stats(),
                   **{f'{n}_max_us': round(1e6 * float(m), 1)
                      for n, m in zip(self.latency.names, self.max_latency)},
-                  **self.counts, **values}
+                  **self.counts, **values, **self.node.realtime_health()}
         status = DiagnosticStatus(level=level, name=f'{self.node.get_name()}: {self.title}',
                                   message=message, hardware_id=self.node.values['tip'],
                                   values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])

@@ -22,6 +22,11 @@ checks the parameters (a refusal leaves it unconfigured, with the reason logged)
 starts taking joint states, deactivate ends (the subclass's ``finish``) and stops taking them,
 cleanup drops the model. ``autostart`` (a parameter, default true) configures and activates it
 at start, a refused configuration then ending the process as before.
+
+Real time (``realtime``): when a node is first ready, after its warm-up, it applies its
+``thread_priority``, ``cpu_affinity`` and ``lock_memory`` and, at every configure, freezes what it
+allocated and keeps automatic full collections out of the loop; a full collection runs at
+deactivation and, every IDLE_COLLECT_PERIOD, when no joint state came for that long.
 """
 import ctypes
 import faulthandler
@@ -35,6 +40,7 @@ import time
 import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer
+from rclpy.clock import Clock, ClockType
 from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.lifecycle import LifecycleNodeMixin, TransitionCallbackReturn
@@ -49,6 +55,7 @@ from .arm import ArmBuilder
 from .background_compile import BackgroundCompile
 from .context import Context
 from .joint_states import DESCRIPTION_QOS, BadInput, state_qos
+from . import realtime
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
 from .timers import called_when_due
 from .writers import JointStateSource
@@ -56,6 +63,7 @@ from .writers import JointStateSource
 
 USE_SIM_TIME = 'use_sim_time'   # rclpy's parameter: the node's clock is /clock
 FOREIGN_PERIOD = 5.0   # s: joint states without our joints for this long are worth a warning
+IDLE_COLLECT_PERIOD = 10.0   # s, wall time: a full collection when no state came for this long
 
 
 class Throttled:
@@ -106,6 +114,7 @@ class ArmNode(Node):
         self._build_arm = ArmBuilder()
         self.warn = Throttled(self.get_logger().warning)
         self.add_on_set_parameters_callback(self._on_set_parameters)
+        self.collections, self.realtime = realtime.Collections(), None
 
     active = True   # takes joint states (a ManagedArmNode: while active)
 
@@ -211,10 +220,22 @@ class ArmNode(Node):
         self.urdf = urdf
         self.apply(config)
         self.warm_up(self.pending_warm_up(config))
-        if self.COMPILE_REST:
+        if self.COMPILE_REST:   # before the loop's real-time settings, which a child inherits
             self.background_compile.start(self)
+        self.become_realtime()
         self.get_logger().info(f'ready: {self.arm.model.nv} joints {list(self.arm.joints)}, '
                                f"{self.arm.model.base} -> {self.arm.model.tip or '(whole tree)'}")
+
+    def become_realtime(self):
+        """The real-time settings (the first time only), then frozen collections (module doc)."""
+        if self.realtime is None:
+            self.realtime = realtime.apply(self.values, self.get_logger())
+        self.collections.freeze()
+
+    def realtime_health(self):
+        """/diagnostics values: each real-time setting's outcome and the collector's state."""
+        settings = {f'realtime_{name}': done for name, done in (self.realtime or {}).items()}
+        return {**settings, **self.collections.health()}
 
     def foreign_state(self, names, ours_at, now):
         """A joint state naming none of our joints (``names``): warn if ours are not coming.
@@ -295,6 +316,18 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
         ArmNode.__init__(self, name, **options)
         LifecycleNodeMixin.__init__(self, enable_communication_interface=True)
         self.active, self.refusal, self.description = False, None, None
+        self.state_taken_at = time.perf_counter()   # wall time: the collector's idle timer
+        self.create_wall_timer(IDLE_COLLECT_PERIOD, self.collect_when_idle)
+
+    def create_wall_timer(self, period, callback):
+        """A timer on the steady clock, whatever the node's clock (its own housekeeping)."""
+        return Node.create_timer(self, period, callback,
+                                 clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def collect_when_idle(self):
+        """A full collection when no joint state came for IDLE_COLLECT_PERIOD."""
+        if time.perf_counter() - self.state_taken_at >= IDLE_COLLECT_PERIOD:
+            self.collections.collect()
 
     def subscribe_joint_states(self, depth):
         """joint_states, as serialized bytes on the fast path, else as messages."""
@@ -336,6 +369,7 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
         BadInput from either rejects the state with its reason.
         """
         received = time.perf_counter()   # wall time: this process's compute time per state
+        self.state_taken_at = received
         self.diagnostics.received()
         if self.config is None:
             return
@@ -388,6 +422,7 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
     def on_deactivate(self, state):
         self.finish()
         self.active = False
+        self.collections.collect()
         self.get_logger().info('inactive: joint states ignored until activated')
         return super().on_deactivate(state)
 

@@ -2,7 +2,7 @@
 
 A node's schema is one YAML file in the format of ros2_control's generate_parameter_library:
 the node's name as the top-level key, then each parameter as a mapping with ``type`` (bool, int,
-double, string, double_array, string_array), ``default_value``, ``description``, optional
+double, string, double_array, int_array, string_array), ``default_value``, ``description``, optional
 ``read_only`` and ``validation`` (rule name -> list of arguments); a dotted name
 (``payload.mass``) is a nested mapping. The rules are generate_parameter_library's ``gt<>``,
 ``gt_eq<>``, ``lt<>``, ``lt_eq<>``, ``bounds<>`` (scalars), ``element_bounds<>``,
@@ -31,9 +31,11 @@ TYPES = {'bool': ParameterType.PARAMETER_BOOL, 'double': ParameterType.PARAMETER
          'integer': ParameterType.PARAMETER_INTEGER,
          'string': ParameterType.PARAMETER_STRING,
          'double[]': ParameterType.PARAMETER_DOUBLE_ARRAY,
+         'integer[]': ParameterType.PARAMETER_INTEGER_ARRAY,
          'string[]': ParameterType.PARAMETER_STRING_ARRAY}
 KINDS = {'bool': 'bool', 'int': 'integer', 'double': 'double', 'string': 'string',
-         'double_array': 'double[]', 'string_array': 'string[]'}   # schema type -> Param.kind
+         'double_array': 'double[]', 'int_array': 'integer[]',
+         'string_array': 'string[]'}   # schema type -> Param.kind
 PER_JOINT = 'size_matches_joints<>'
 
 

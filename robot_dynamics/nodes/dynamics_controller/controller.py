@@ -461,6 +461,7 @@ class DynamicsController(ManagedArmNode):
             values['mass_matrix_min_eigenvalue'] = round(smallest, 6)
             if not ok:
                 level, message = ERROR, 'model unhealthy: M(q) not positive definite'
+        self.task.follow_delay(self.reactions.loop.delay)   # the previous report's delay
         warning, task = self.task.health()
         if warning and level == OK:
             level, message = WARN, warning

@@ -7,6 +7,13 @@ played back on the speed limiter's clock under ``pfl.enable``), ``~/target_wrenc
 whole joint torque, so the command takes the node's one output path. Parameters are given
 translation first, as ROS messages order poses; the core's vectors are angular first, and the
 conversion is here only. Behaviour: doc/guides/task_space.md.
+
+The bound on the modes' natural frequency follows the loop's delay (``follow_delay``): once the
+controller has measured how late its states are (loop_health's delay T), every mode is held at
+most at ω_max = 0.65 / (m T), m = ``cartesian.delay_margin`` (default 2: the loop would take
+twice the delay it has); ``cartesian.max_frequency`` is the bound until then (and always with
+m = 0). Where the bound lowers the stiffness the user asked for along an axis, the node logs it
+as it happens and /diagnostics shows the stiffness applied along each axis.
 """
 import bisect
 import functools
@@ -16,17 +23,21 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
+from robot_dynamics.core.algorithms.task_law import modal_gains
 from robot_dynamics.core.task_control import (CartesianImpedance, OperationalSpace,
                                               pose_interpolation)
 
 from ..common.joint_states import BadInput, all_finite, seconds
 from ..common.parameters import ConfigError, section, vector
+from .loop_health import CRITICAL
 
 CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE = 'cartesian_impedance', 'operational_space'
 MODES = (CARTESIAN_IMPEDANCE, OPERATIONAL_SPACE)
 TIP_POSE_PERIOD = 0.01   # s of the states' clock between ~/tip_pose messages (100 Hz at most)
 CONDITION_WARNING = 1e6  # κ(J M⁻¹ Jᵀ) above: /diagnostics warns of a near-singular pose
 STREAM_PERIOD = 0.1      # s: stamped targets at most this far apart are a stream (ẋ_d)
+LOWERED = 0.99           # an axis whose applied stiffness is below this share of K is lowered
+AXES = ('x', 'y', 'z', 'rx', 'ry', 'rz')   # translation first, as the parameters
 INF = float('inf')
 ZERO = np.zeros(6)
 ZERO.flags.writeable = False
@@ -160,7 +171,50 @@ class TaskSpace:
         """Use a newly configured law; the target, wrench and default posture carry over."""
         if law is not None and law.posture is None and self.posture is not None:
             law.posture = self.posture
-        self.law = law
+        self.law, self.lowered = law, ()
+
+    lowered = ()   # the axes the bound lowers, as last logged
+
+    def follow_delay(self, delay):
+        """Bound the modes by the measured delay T, s (None: not measured yet; module doc)."""
+        margin = self.context.values()['cartesian.delay_margin']
+        if self.law is None or delay is None or not margin > 0:
+            return
+        self.law.max_frequency = CRITICAL / (margin * max(delay, 1e-4))
+
+    def applied_stiffness(self, q):
+        """The stiffness along each axis as the bound leaves it at q (translation first)."""
+        law = self.law
+        if getattr(law, 'inertia_shaping', False):
+            lam, U = np.ones(6), np.eye(6)
+        else:
+            lam, U = np.linalg.eigh(rd.task_space_inertia(law.model, q, law.frame))
+        K, _ = modal_gains(lam, U, law.stiffness, law.damping_ratio, law.max_frequency)
+        applied = np.diag(K)
+        return np.concatenate([applied[3:], applied[:3]]), np.concatenate(
+            [law.stiffness[3:], law.stiffness[:3]])
+
+    def bound_health(self, q):
+        """(warning or None, /diagnostics values) of the bound at q; logs a newly lowered axis."""
+        applied, asked = self.applied_stiffness(q)
+        lowered = tuple(i for i in range(6) if applied[i] < LOWERED * asked[i])
+        text = ', '.join(f'{AXES[i]}: asked {asked[i]:.4g}, applied {applied[i]:.4g}'
+                         for i in lowered)
+        bound = self.law.max_frequency
+        warning = (f'stiffness lowered by the {bound:.0f} rad/s bound on the modes ({text})'
+                   if lowered else None)
+        if lowered != self.lowered:
+            self.lowered = lowered
+            if lowered:
+                self.context.logger.warning(f'{warning}: the states\' delay allows no faster '
+                                            f'mode (cartesian.delay_margin, max_frequency)')
+            else:
+                self.context.logger.info(f'stiffness as asked on every axis (modes bounded '
+                                         f'at {bound:.0f} rad/s)')
+        values = {'task_max_frequency': round(bound, 1),
+                  'task_stiffness_applied': ' '.join(f'{k:.4g}' for k in applied),
+                  'task_stiffness_lowered': ' '.join(AXES[i] for i in lowered) or 'none'}
+        return warning, values
 
     def hold(self, q):
         """Hold the tip pose at q (None: at the next state) and the posture q; no feed-forward."""
@@ -370,4 +424,5 @@ class TaskSpace:
                   'task_rotation_error_mrad': round(1e3 * float(np.linalg.norm(error[:3])), 4)}
         warning = (f'near a singular pose: condition number {condition:.3g}'
                    if not condition < CONDITION_WARNING else None)
-        return warning, values
+        lowered, bound = self.bound_health(q)
+        return warning or lowered, {**values, **bound}
