@@ -362,3 +362,24 @@ def test_states_before_the_model_are_ignored_with_a_warning(node_class):
     warned = [c.args[0] for c in node.logger.warning.call_args_list]
     assert 'no model yet: joint states ignored until robot_description arrives' in warned
     node.destroy_node()
+
+
+def test_pfl_on_at_configure_stays_on_and_off_at_configure_may_come_and_go():
+    """The run-time ceiling (dynamics_controller.limits) on power and force limiting."""
+    def change(node, **values):
+        return node.set_parameters_atomically([
+            Parameter(k.replace('__', '.'), value=v) for k, v in values.items()])
+
+    on = in_process(DynamicsController, 'pfl_on', tip='tool0', **{
+        'pfl.enable': True, 'pfl.body_regions': ['chest']})
+    off = change(on, pfl__enable=False)
+    assert not off.successful and 'pfl.enable was on at configure' in off.reason
+    other = change(on, pfl__body_regions=['hand'])
+    assert not other.successful and 'pfl.body_regions sets the PFL speed limits' in other.reason
+    on.destroy_node()
+    free = in_process(DynamicsController, 'pfl_off', tip='tool0')
+    for values in ({'pfl__enable': True, 'pfl__body_regions': ['hand']},
+                   {'pfl__body_regions': ['chest']}, {'pfl__enable': False}):
+        result = change(free, **values)
+        assert result.successful, (values, result.reason)
+    free.destroy_node()

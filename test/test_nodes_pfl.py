@@ -63,7 +63,9 @@ JOINTS = ['shoulder_pan_joint', 'shoulder_lift_joint', 'elbow_joint', 'wrist_1_j
           'wrist_2_joint', 'wrist_3_joint']
 # state_timeout: on a loaded machine the simulator may stall for more than the bring-up's 0.5 s;
 # the controller would then give up the swing and hold where it is
-CONTROLLER = {**PAYLOAD, 'pfl.enable': True, 'pfl.body_regions': ['chest'], 'state_timeout': 3.0}
+# PFL off at configure: the run-time switches on and off stay under the configure's ceiling
+# (dynamics_controller.limits), which PFL on at configure would fix on
+CONTROLLER = {**PAYLOAD, 'pfl.enable': False, 'pfl.body_regions': ['chest'], 'state_timeout': 3.0}
 
 
 class Arm(ArmView):
@@ -207,6 +209,8 @@ def arm(request):
             arm.launch.logs()
         arm.probe.wait_for_subscribers(arm.trajectory)
         arm.wait_until(arm.now() + 0.5)
+        result = arm.probe.set_parameters('dynamics_controller', {'pfl.enable': True})[0]
+        assert result.successful, result.reason
         arm.pfl_status_on_schedule()
         yield arm
     finally:

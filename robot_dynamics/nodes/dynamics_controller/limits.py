@@ -3,9 +3,10 @@
 Any node on the domain can call ``set_parameters``. At run time a change may lower the command
 limits (``effort_limits``, ``max_effort_rate``), the task-space speed limits
 (``cartesian.max_velocity``, ``cartesian.max_error``), the trajectories' acceleration limits
-and power and force limiting (turn it on, never off), but never raise any of them past its value
-at the lifecycle's configure; PFL's contact points and body regions, which set its speed limits,
-are fixed until then. Raising takes a reconfigure (cleanup, configure), which the lifecycle
+and power and force limiting, but never raise any of them past its value at the lifecycle's
+configure. PFL on at configure stays on, with its contact points and body regions (they set its
+speed limits) fixed until the next configure; PFL off at configure set no ceiling of its own, so
+it may be turned on, set up and off again at run time. Raising takes a reconfigure (cleanup, configure), which the lifecycle
 services, not the parameter services, do.
 """
 import numpy as np
@@ -55,8 +56,11 @@ class Ceiling:
             if asked.shape == ceiling.shape and np.any(asked > ceiling):
                 raise ConfigError(f'{name} {RAISE}: at configure {shown(ceiling)}, asked '
                                   f'{shown(asked)}')
-        if self.pfl and not values['pfl.enable']:
-            raise ConfigError(f'pfl.enable was on at configure: turning it off {RAISE}')
+        if not self.pfl:
+            return
+        if not values['pfl.enable']:
+            raise ConfigError('pfl.enable was on at configure: it stays on until the next '
+                              'configure (lifecycle cleanup and configure)')
         for name, value in self.fixed.items():
             if list(np.atleast_1d(values[name])) != list(np.atleast_1d(value)):
                 raise ConfigError(f'{name} sets the PFL speed limits: fixed until the next '

@@ -128,7 +128,8 @@ def warm_up(config, model):
 
     numba compiles or loads their kernels here, before 'ready': compiled at the first scaled
     state instead, mid-motion on a cold cache, they stalled the controller for seconds.
-    Without contact points (a whole tree, no pfl.frames) there is nothing to run.
+    Without contact points (a whole tree, no pfl.frames) there is nothing to run, without a tip
+    no task-space stream to scale.
     """
     if config.scaling is None:
         return
@@ -138,7 +139,8 @@ def warm_up(config, model):
     point = scaling.contact_points[0]
     rd.frame_pose(model, q, point.frame)
     pfl.point_mobility(model, q, point.frame, point.offset)
-    pfl.twist_joint_velocity(model, q, model.tip, np.full(6, 0.1))
+    if model.tip is not None:   # a task-space stream's twist on the scaled clock
+        pfl.twist_joint_velocity(model, q, model.tip, np.full(6, 0.1))
 
 
 class SpeedLimiter:

@@ -107,7 +107,20 @@ def warm_up(model):
                 OperationalSpace(model, np.ones(6))):
         pose = rd.frame_pose(model, q, law.frame)
         law(q, zero, pose)
+        applied_stiffness(law, q)
     rd.pose_error(pose, pose)
+
+
+def applied_stiffness(law, q):
+    """(applied, asked): the law's stiffness per axis as its bound leaves it at q, force first."""
+    if getattr(law, 'inertia_shaping', False):
+        lam, U = np.ones(6), np.eye(6)
+    else:
+        lam, U = np.linalg.eigh(rd.task_space_inertia(law.model, q, law.frame))
+    K, _ = modal_gains(lam, U, law.stiffness, law.damping_ratio, law.max_frequency)
+    applied = np.diag(K)
+    return np.concatenate([applied[3:], applied[:3]]), np.concatenate(
+        [law.stiffness[3:], law.stiffness[:3]])
 
 
 def pose_matrix(pose):
@@ -182,21 +195,9 @@ class TaskSpace:
             return
         self.law.max_frequency = CRITICAL / (margin * max(delay, 1e-4))
 
-    def applied_stiffness(self, q):
-        """The stiffness along each axis as the bound leaves it at q (translation first)."""
-        law = self.law
-        if getattr(law, 'inertia_shaping', False):
-            lam, U = np.ones(6), np.eye(6)
-        else:
-            lam, U = np.linalg.eigh(rd.task_space_inertia(law.model, q, law.frame))
-        K, _ = modal_gains(lam, U, law.stiffness, law.damping_ratio, law.max_frequency)
-        applied = np.diag(K)
-        return np.concatenate([applied[3:], applied[:3]]), np.concatenate(
-            [law.stiffness[3:], law.stiffness[:3]])
-
     def bound_health(self, q):
         """(warning or None, /diagnostics values) of the bound at q; logs a newly lowered axis."""
-        applied, asked = self.applied_stiffness(q)
+        applied, asked = applied_stiffness(self.law, q)
         lowered = tuple(i for i in range(6) if applied[i] < LOWERED * asked[i])
         text = ', '.join(f'{AXES[i]}: asked {asked[i]:.4g}, applied {applied[i]:.4g}'
                          for i in lowered)
