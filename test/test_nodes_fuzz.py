@@ -284,10 +284,16 @@ def test_estimator_survives_fuzzed_states(ros):
             msg.effort = list(velocity)
             node.on_joint_state(msg)
     run()
-    count = len(published)
+    # a valid state is estimated again: at once, or at the next one if it is the state that
+    # finds the held estimate overflowing the wrench, which restarts the observer and publishes
+    # nothing (estimator.interpreted); once in CI the first valid state was answered by nothing
     msg = joint_state(JOINTS, list(POSE), [0.0] * 7, None)
     msg.effort = [0.0] * 7
-    node.on_joint_state(msg)
+    for _ in range(2):
+        count = len(published)
+        node.on_joint_state(msg)
+        if len(published) > count:
+            break
     assert len(published) == count + 2
     assert all(np.isfinite(p).all() for p in published)
     node.destroy_node()
