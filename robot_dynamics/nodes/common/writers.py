@@ -15,8 +15,12 @@ again.
 writer check (the controller's activation and its graph poll, the simulator's report).
 """
 import inspect
+import time
 
 GRAPH_PERIOD = 0.5   # s: how often the command topic's writers are looked up (2 Hz)
+# s after a node's start before the graph it sees is taken as complete: DDS discovers the
+# endpoints already there within it (1-1.5 s measured on a loaded 2-core machine)
+DISCOVERY = 2.0
 
 
 def full_name(namespace, name):
@@ -41,6 +45,19 @@ def other_writers(node, topic):
     """The nodes other than ``node`` that publish on ``topic``, sorted."""
     own = node.get_fully_qualified_name()
     return sorted({name for name in writers(node, topic).values() if name != own})
+
+
+def discovered_writers(node, topic, started):
+    """other_writers, looked up until one is seen or DISCOVERY s have passed since ``started``.
+
+    A node activated right after it started (autostart) would otherwise look before discovery
+    has shown it the writers already there, and two controllers would write at once.
+    """
+    while True:
+        others = other_writers(node, topic)
+        if others or time.monotonic() >= started + DISCOVERY:
+            return others
+        time.sleep(0.05)
 
 
 def matches(name, wanted):

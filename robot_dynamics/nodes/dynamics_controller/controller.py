@@ -30,7 +30,7 @@ from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
 from ..common.node import ManagedArmNode, main as run_node
 from ..common.schema import load
-from ..common.writers import GRAPH_PERIOD, other_writers
+from ..common.writers import GRAPH_PERIOD, discovered_writers, other_writers
 from . import (command_cycle, configuration, controller_state, speed_limiter, task_space,
                trajectory_action)
 from .command_output import CommandOutput
@@ -61,6 +61,7 @@ class DynamicsController(ManagedArmNode):
         self.q_last, self.t_last = None, None   # the newest accepted state's q and stamp
         self.ceiling = None   # the limits at configure: run time may only lower them (limits)
         self.displaced_by = None   # other writers seen on the command topic while active
+        self.started = time.monotonic()   # discovery of the command topic's writers (writers)
         super().__init__(self.NAME, **options)
         self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
         self.watchdog = StateWatchdog(self.create_timer, lambda: self.seconds(),
@@ -369,7 +370,7 @@ class DynamicsController(ManagedArmNode):
     # -- one writer on the command topic (common.writers) --------------------------------------
     def on_activate(self, state):
         """Refused while another node publishes on the command topic; else its publisher."""
-        others = other_writers(self, COMMANDS)
+        others = discovered_writers(self, COMMANDS, self.started)
         if others:
             self.get_logger().error(
                 f"activation refused: {self.resolve_topic_name(COMMANDS)} already has a writer: "

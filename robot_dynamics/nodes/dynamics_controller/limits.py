@@ -6,8 +6,8 @@ limits (``effort_limits``, ``max_effort_rate``), the task-space speed limits
 and power and force limiting, but never raise any of them past its value at the lifecycle's
 configure. PFL on at configure stays on, with its contact points and body regions (they set its
 speed limits) fixed until the next configure; PFL off at configure set no ceiling of its own, so
-it may be turned on, set up and off again at run time. Raising takes a reconfigure (cleanup, configure), which the lifecycle
-services, not the parameter services, do.
+it may be turned on, set up and off again at run time. Raising takes a reconfigure (cleanup,
+configure), which the lifecycle services, not the parameter services, do.
 """
 import numpy as np
 
