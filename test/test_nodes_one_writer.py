@@ -8,6 +8,9 @@ controller and the estimator name it; a second controller is refused at activati
 limit at run time is refused, lowering it taken; a writer appearing on the command topic while
 the controller is active makes it publish its final command, g(q) of the held pose (Pinocchio
 on the URDF), and deactivate; the simulator names two writers on its command topic.
+
+Jazzy's rclpy gives no publisher GID with a message: there the nodes say once that joint
+states are not checked for one source, which the stray test checks before it skips the rest.
 """
 import time
 
@@ -21,6 +24,7 @@ from std_msgs.msg import Float64MultiArray
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
+from robot_dynamics.versions import ros_distribution
 from ros_harness import BEST_EFFORT, RELIABLE, ArmView, module_finished, session, to_time
 
 CONFIG = bringup.config_file('panda.yaml')
@@ -115,6 +119,11 @@ def cleared_status(arm, since, timeout=30.0):
 
 @pytest.mark.parametrize('velocities', [True, False], ids=['with-velocities', 'positions-only'])
 def test_a_stray_joint_state_publisher_is_ignored_and_named(arm, velocities):
+    if ros_distribution().startswith('jazzy'):
+        text = "come without their publisher's GID"
+        for name in ('dynamics_controller', 'wrench_estimator'):
+            assert text in arm.launch.log(name), arm.logs()
+        pytest.skip("Jazzy's rclpy gives no publisher GID: one source needs Kilted (warned)")
     stood = arm.now()
     q0 = arm.positions(stood - 0.5, stood).mean(axis=0)
     offsets = [len(arm.launch.log(n)) for n in ('dynamics_controller', 'wrench_estimator')]

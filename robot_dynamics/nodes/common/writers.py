@@ -86,13 +86,27 @@ class JointStateSource:
 
     def __call__(self, *args):
         msg, info = args if len(args) == 2 else args[0]
-        gid = info['publisher_gid']
-        if gid is None or gid['data'] in self.accepted:   # None: an rmw without GIDs
+        gid = info.get('publisher_gid')
+        if gid is None:   # Jazzy's rclpy or an rmw without GIDs: no one-source check
+            self.unchecked()
+            self.deliver(msg)
+        elif gid['data'] in self.accepted:
             self.deliver(msg)
         elif gid['data'] in self.strays:
             self.count()
         else:
             self.identify(gid['data'], msg)
+
+    warned_unchecked = False
+
+    def unchecked(self):
+        """Said once: states without their publisher's GID cannot be told apart by source."""
+        if not self.warned_unchecked:
+            self.warned_unchecked = True
+            self.node.get_logger().warning(
+                f'joint_states on {self.topic} come without their publisher\'s GID (rclpy before '
+                'Kilted, or the rmw): every publisher\'s states are taken; a second publisher '
+                'on the topic is not detected (one source needs Kilted or later)')
 
     def identify(self, gid, msg):
         """A publisher not seen before: accepted (its state delivered) or refused, said once."""
