@@ -82,6 +82,7 @@ class JointStateSource:
         self.node, self.topic, self.deliver = node, node.resolve_topic_name(topic), deliver
         self.names, self.chosen = tuple(names), None
         self.accepted, self.strays = set(), {}   # GIDs taken; GID -> node name, refused
+        self.warned_unchecked = False   # states without GIDs: said once (unchecked)
         self.count = lambda: None   # a refused state (the node's diagnostics counter)
 
     def __call__(self, *args):
@@ -96,8 +97,6 @@ class JointStateSource:
             self.count()
         else:
             self.identify(gid['data'], msg)
-
-    warned_unchecked = False
 
     def unchecked(self):
         """Said once: states without their publisher's GID cannot be told apart by source."""
