@@ -19,13 +19,13 @@ from robot_dynamics.nodes.common.parameters import ConfigError
 
 def whole_panda():
     files = importlib.metadata.distribution('example-robot-data').files
-    xml = next(f.locate() for f in files if f.name == 'panda.urdf').read_text()
-    with warnings.catch_warnings():
-        warnings.simplefilter('ignore')
-        return rd.load_urdf(xml)
+    return next(f.locate() for f in files if f.name == 'panda.urdf').read_text()
 
 
-MODEL = whole_panda()
+MODEL_XML = whole_panda()
+with warnings.catch_warnings():
+    warnings.simplefilter('ignore')
+    MODEL = rd.load_urdf(MODEL_XML)
 
 
 def test_joint_states_carrying_the_mimic_joint_are_read_by_name():
@@ -45,3 +45,36 @@ def test_a_mimic_joint_in_the_joints_parameter_is_refused_naming_its_leader():
                                           r"'panda_finger_joint1'\).*list its leader instead"):
         joint_order(MODEL, joints)
     assert joint_order(MODEL, list(MODEL.joint_names)[::-1])[0][0] == 'panda_finger_joint1'
+
+
+@pytest.mark.nojit
+@pytest.mark.parametrize('node_class', ['DynamicsController', 'WrenchEstimator'])
+def test_a_node_on_a_mimic_model_starts_without_its_compiled_cycle(node_class):
+    """The compiled cycles index q by body, so a mimic model would take them past their arrays.
+
+    The node starts (warm-up included, and every mode's, as the background compile runs them)
+    without building one; as plain Python (make test-nojit) an index past an array raises.
+    """
+    from rclpy.parameter import Parameter
+    from robot_dynamics.nodes import dynamics_controller, wrench_estimator
+    from ros_harness import session
+    from robot_dynamics.nodes.wrench_estimator import estimator_cycle
+    cls = getattr(dynamics_controller if node_class == 'DynamicsController' else wrench_estimator,
+                  node_class)
+    session()   # the suite's rclpy context
+    values = {'robot_description': MODEL_XML, 'mode': 'gravity_compensation'}
+    if cls is wrench_estimator.WrenchEstimator:
+        del values['mode']
+    node = cls(namespace='/mimic', parameter_overrides=[Parameter(k, value=v)
+                                                       for k, v in values.items()])
+    try:
+        assert node.active and node.config is not None
+        assert node.cycle is None
+        for _, step in node.warm_up_steps(node.config, every_mode=True):
+            step()
+        if cls is wrench_estimator.WrenchEstimator:
+            with pytest.raises(ValueError, match='without mimic joints'):
+                estimator_cycle.EstimatorCycle(node.observer, node.reader, node.writers, None,
+                                               None, 1e-3, node.arm.order)
+    finally:
+        node.destroy_node()

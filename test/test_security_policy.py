@@ -15,7 +15,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 from rclpy.action import get_action_server_names_and_types_by_node
-from rclpy.subscription import RCLError
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 from robot_dynamics import bringup
 from ros_harness import module_finished, session
@@ -44,7 +44,7 @@ def graph_endpoints(probe, node, timeout=20.0):
     while True:
         try:
             return node_endpoints(probe, node)
-        except RCLError:   # NodeNameNonExistentError among them
+        except _rclpy.RCLError:   # NodeNameNonExistentError among them
             assert time.monotonic() < deadline, f'{node} is not in the graph'
             time.sleep(0.2)
 

@@ -36,6 +36,7 @@ import re
 import signal
 import sys
 import time
+import traceback
 
 import rclpy
 from rcl_interfaces.msg import SetParametersResult
@@ -398,9 +399,11 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
             self.get_logger().info('unconfigured (autostart false): waiting for the configure '
                                    'and activate transitions (~/change_state)')
             return
-        self.trigger_configure()
+        configured = self.trigger_configure()
         if self.refusal is not None:
             raise ConfigError(self.refusal)
+        if configured != TransitionCallbackReturn.SUCCESS:   # on_configure logged the error
+            raise RuntimeError(f'configure failed ({configured.name}): see the error above')
         self.trigger_activate()
 
     def on_configure(self, state):
@@ -412,6 +415,9 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
             self.get_logger().error(f'configure refused: {error}')
             self.on_cleanup(state)
             return TransitionCallbackReturn.FAILURE
+        except Exception:   # a defect: rclpy's lifecycle would swallow it without a word
+            self.get_logger().error(f'configure failed:\n{traceback.format_exc()}')
+            raise
         return TransitionCallbackReturn.SUCCESS
 
     def on_activate(self, state):

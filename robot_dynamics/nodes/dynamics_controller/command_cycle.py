@@ -77,6 +77,8 @@ class CommandCycle:
 
     def __init__(self, law, control, reader, effort_limits, order, previous, out, clamped):
         model = control.model
+        if model.mimic:   # the kernels index q by body: they would write past the arrays
+            raise ValueError('the compiled cycle serves models without mimic joints')
         self.law, self.control, self.reader = law, control, reader
         self.table, self.ws = model.table, workspace(model, control._data)
         self.reference, self.gains = np.zeros((3, model.nv)), np.zeros((2, model.nv))

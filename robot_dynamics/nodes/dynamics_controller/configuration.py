@@ -114,7 +114,7 @@ def warm_up_steps(config, arm, compiled, every_mode=False):
     if every_mode or config.pfl.enabled:
         steps.append(('power and force limiting', lambda: speed_limiter.warm_up(config.pfl,
                                                                                 model)))
-    if compiled or every_mode:
+    if (compiled or every_mode) and not model.mimic:   # command_cycle.choose's first test
         steps.append(('joint state reader', lambda: cdr.warm_up(model.joint_names)))
         steps += [(f'compiled cycle ({mode})', lambda mode=mode: command_cycle.warm_up(
             model, model.joint_names, config.effort_limits, arm.order, [mode])) for mode in laws]

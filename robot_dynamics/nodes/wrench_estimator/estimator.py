@@ -122,8 +122,7 @@ class WrenchEstimator(ManagedArmNode):
         self.writers = (cdr.JointStateWriter(self.arm.joints, ('effort',)),
                         cdr.WrenchStampedWriter(config.frame or ''))
         self.cycle = None
-        if self.values['fast_path'] and not self.arm.model.mimic and \
-                config.profile.measured_effort == profiles.TORQUE:
+        if self.serves_compiled(config):
             self.cycle = estimator_cycle.EstimatorCycle(
                 self.observer, self.reader, self.writers, self.arm.model.tip,
                 config.reference, config.damping, self.arm.order)
@@ -138,10 +137,15 @@ class WrenchEstimator(ManagedArmNode):
             return self.values['state_timeout']
         return min(self.values['state_timeout'], self.values['collision.max_gap'])
 
+    def serves_compiled(self, config):
+        """Whether the compiled cycle serves ``config``: joint torques, no mimic joint."""
+        return self.values['fast_path'] and not self.arm.model.mimic and \
+            config.profile.measured_effort == profiles.TORQUE
+
     def warm_up_steps(self, config, every_mode=False):
         m = self.arm.model
         steps = [('momentum observer', lambda: self.warm_up_observer(config))]
-        if self.values['fast_path']:
+        if self.serves_compiled(config) or (every_mode and not m.mimic):
             steps.append(('joint state reader', lambda: cdr.warm_up(m.joint_names)))
             steps.append(('compiled cycle', lambda: estimator_cycle.warm_up(
                 MomentumObserver(m, config.gain), m.joint_names, config.frame or '',

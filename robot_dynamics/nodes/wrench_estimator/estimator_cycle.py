@@ -66,6 +66,8 @@ class EstimatorCycle:
 
     def __init__(self, observer, reader, writers, frame, reference, damping, order):
         model = observer.model   # frame: the wrench's (the tip); reference: its axes
+        if model.mimic:   # the kernels index q by body: they would write past the arrays
+            raise ValueError('the compiled cycle serves models without mimic joints')
         nv = model.nv
         self.observer, self.reader, self.order = observer, reader, order
         self.torques, self.wrench = writers[0].fields[0], writers[1].values
