@@ -31,8 +31,8 @@ import time
 import yaml
 
 from robot_dynamics import bringup
+from robot_dynamics.nodes.common.exit_guard import LAUNCHER   # set for every node it starts
 
-LAUNCHER = 'ROBOT_DYNAMICS_LAUNCHER_PID'   # set for every node: see nodes.node.stop_with_launcher
 DOMAIN_IDS = range(1, 102)  # 0 is everyone's default; above 101 the port numbers run out
 
 

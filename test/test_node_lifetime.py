@@ -15,14 +15,14 @@ import textwrap
 import time
 
 from robot_dynamics import run as ros_run
-from robot_dynamics.nodes.common.node import TEARDOWN_TIMEOUT
+from robot_dynamics.nodes.common.exit_guard import TEARDOWN_TIMEOUT
 
 SCRIPT = textwrap.dedent("""
     import ctypes
     import rclpy
     from rclpy.executors import SingleThreadedExecutor
     from rclpy.node import Node
-    from robot_dynamics.nodes.common.node import tear_down
+    from robot_dynamics.nodes.common.process import tear_down
 
     class Stuck(Node):
         def destroy_node(self):
@@ -60,7 +60,7 @@ REFUSED = textwrap.dedent("""
     import ctypes
     import sys
     from rclpy.node import Node
-    from robot_dynamics.nodes.common.node import main
+    from robot_dynamics.nodes.common.process import main
     from robot_dynamics.nodes.common.parameters import ConfigError
 
     class Refused(Node):
@@ -94,7 +94,7 @@ def test_a_node_refused_at_start_ends_with_status_1_though_its_exit_hangs():
 INTERRUPTED = textwrap.dedent("""
     import sys
     from rclpy.lifecycle import LifecycleNodeMixin
-    from robot_dynamics.nodes.common.node import main
+    from robot_dynamics.nodes.common.process import main
     from robot_dynamics.nodes.dynamics_controller import DynamicsController
 
     def interrupted(self, *args, **kwargs):   # what main's handler does on SIGINT meanwhile

@@ -65,8 +65,8 @@ def test_a_node_on_a_mimic_model_starts_without_its_compiled_cycle(node_class):
     values = {'robot_description': MODEL_XML, 'mode': 'gravity_compensation'}
     if cls is wrench_estimator.WrenchEstimator:
         del values['mode']
-    node = cls(namespace='/mimic', parameter_overrides=[Parameter(k, value=v)
-                                                       for k, v in values.items()])
+    overrides = [Parameter(k, value=v) for k, v in values.items()]
+    node = cls(namespace='/mimic', parameter_overrides=overrides)
     try:
         assert node.active and node.config is not None
         assert node.cycle is None

@@ -15,7 +15,8 @@ from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
 from std_msgs.msg import Empty
 
-from robot_dynamics.nodes.common.node import ArmNode, executor
+from robot_dynamics.nodes.common.node import ArmNode
+from robot_dynamics.nodes.common.process import executor
 from ros_harness import session, to_time
 
 STALL, BUSY = 0.3, 150e-6   # s of wall time
@@ -27,9 +28,19 @@ def busy_for(seconds):
         pass
 
 
+class Timed(ArmNode):
+    """An ArmNode with nothing to configure: its clock and timers alone."""
+
+    def configure(self, values, arm):
+        return None
+
+    def apply(self, config):
+        pass
+
+
 def test_a_1_hz_timer_is_called_once_a_second_of_the_arm_s_clock():
     ros = session()
-    node = ArmNode('timed', parameter_overrides=[Parameter('use_sim_time', value=True)])
+    node = Timed('timed', parameter_overrides=[Parameter('use_sim_time', value=True)])
     calls = []
     node.create_timer(1.0, lambda: calls.append(node.seconds()))
     node.create_subscription(Empty, 'stall', lambda _: time.sleep(STALL), 10)

@@ -6,7 +6,7 @@ It subscribes to ``joint_states`` (best effort, depth 1, as dynamics_controller 
 publishes a constant std_msgs/Float64MultiArray of 7 zeros on ``effort_controller/commands``
 for each state; with ``raw`` the subscription hands over the serialized bytes and the reply is
 published pre-serialized. It runs like the package's nodes
-(``robot_dynamics.nodes.common.node.main``: the events executor where available) and logs
+(``robot_dynamics.nodes.common.process.main``: the events executor where available) and logs
 'ready: ...' once its topics exist.
 """
 import sys
@@ -17,7 +17,7 @@ from std_msgs.msg import Float64MultiArray
 
 from robot_dynamics.nodes.common.cdr import Float64MultiArrayWriter
 from robot_dynamics.nodes.common.joint_states import COMMAND_QOS, state_qos
-from robot_dynamics.nodes.common.node import main as run_node
+from robot_dynamics.nodes.common.process import main as run_node
 
 JOINTS = 7
 

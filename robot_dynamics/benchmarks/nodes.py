@@ -47,7 +47,7 @@ from robot_dynamics import bringup, run
 from robot_dynamics.nodes.common.cdr import CdrJointStateReader, Float64MultiArrayWriter
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.common.joint_states import COMMAND_QOS, JointStateReader, to_array
-from robot_dynamics.nodes.common.node import executor
+from robot_dynamics.nodes.common.process import executor
 
 from .report import callback_table, node_table, reader_table
 from .suites import machine

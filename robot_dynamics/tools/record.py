@@ -29,7 +29,8 @@ from std_msgs.msg import String
 
 from robot_dynamics.nodes.common.joint_states import DESCRIPTION_QOS, BadInput, JointStateReader, \
     state_qos
-from robot_dynamics.nodes.common.node import Throttled, main as run_node
+from robot_dynamics.nodes.common.node import Throttled
+from robot_dynamics.nodes.common.process import main as run_node
 from robot_dynamics.nodes.common.parameters import JOINT_STATES_RELIABILITY, ConfigError, Param, \
     check as check_parameters, declare_parameters
 from robot_dynamics.tools import recording

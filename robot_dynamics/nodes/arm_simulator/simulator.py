@@ -29,7 +29,8 @@ from ..common.arm import ArmBuilder
 from ..common.cdr import JointStateWriter, read_float64_array, serialized_time
 from ..common.diagnostics import Percentiles
 from ..common.joint_states import COMMAND_QOS, to_array
-from ..common.node import ArmNode, main as run_node
+from ..common.node import ArmNode
+from ..common.process import main as run_node
 from ..common.parameters import ConfigError, check
 from ..common.schema import load
 from ..common.writers import other_writers

@@ -1,4 +1,4 @@
-"""The node base classes ``ArmNode`` and ``ManagedArmNode`` and ``main``, which runs a node.
+"""The node base class ``ArmNode``: parameters, the model, validated updates, the time policy.
 
 A node is parameters -> core objects -> publishers. Every node builds its whole configuration
 from a dict of parameter values in one function; the on-set callback runs that same function on
@@ -15,56 +15,29 @@ rclpy's timers (``create_timer``) run on the node's ROS clock, so on /clock unde
 once per due time (``timers``: Kilted's events executor may call a due timer in a burst).
 Wall time stays only where a node measures itself: its CPU time per message, its latency, its
 log throttling, and its own shutdown.
-
-Lifecycle: a ``ManagedArmNode`` is a managed node (rclpy.lifecycle, the states and transitions
-of ROS 2's managed nodes, as ros2_control's controllers are): configure loads the model and
-checks the parameters (a refusal leaves it unconfigured, with the reason logged), activate
-starts taking joint states, deactivate ends (the subclass's ``finish``) and stops taking them,
-cleanup drops the model. ``autostart`` (a parameter, default true) configures and activates it
-at start, a refused configuration then ending the process as before.
-
-Real time (``realtime``): when a node is first ready, after its warm-up, it applies its
-``thread_priority``, ``cpu_affinity`` and ``lock_memory`` and, at every configure, freezes what it
-allocated and keeps automatic full collections out of the loop; a full collection runs at
-deactivation and, every IDLE_COLLECT_PERIOD, when no joint state came for that long.
 """
-import ctypes
-import faulthandler
+import abc
 import math
-import os
 import re
-import signal
-import sys
 import time
-import traceback
 
-import rclpy
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer
-from rclpy.clock import Clock, ClockType
-from rclpy.exceptions import ParameterException
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.lifecycle import LifecycleNodeMixin, TransitionCallbackReturn
 from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions
-from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 
 from ...core import _jit, warm_up
-from ...run import LAUNCHER
 from .arm import ArmBuilder
 from .background_compile import BackgroundCompile
 from .context import Context
-from .joint_states import DESCRIPTION_QOS, BadInput, state_qos
+from .joint_states import DESCRIPTION_QOS
 from . import realtime
 from .parameters import MODEL_PARAMS, ConfigError, check, declare_parameters, parameter_value
 from .timers import called_when_due
-from .writers import JointStateSource
 
 
 USE_SIM_TIME = 'use_sim_time'   # rclpy's parameter: the node's clock is /clock
 FOREIGN_PERIOD = 5.0   # s: joint states without our joints for this long are worth a warning
-IDLE_COLLECT_PERIOD = 10.0   # s, wall time: a full collection when no state came for this long
 
 
 class Throttled:
@@ -91,12 +64,12 @@ class Throttled:
             self.log(text)
 
 
-class ArmNode(Node):
+class ArmNode(Node, metaclass=abc.ABCMeta):
     """A node on one arm model: parameters, the model (parameter or topic), validated updates.
 
-    Subclasses set PARAMS, implement ``configure(values, arm) -> config`` (raise ConfigError
-    with a reason) and ``apply(config)``, and call ``load_model()`` at the end of __init__.
-    configure and apply run when the model arrives and on every accepted parameter change.
+    Subclasses set PARAMS, implement the abstract ``configure`` and ``apply``, and call
+    ``load_model()`` at the end of __init__. configure and apply run when the model arrives and
+    on every accepted parameter change.
     """
 
     PARAMS = MODEL_PARAMS
@@ -288,11 +261,13 @@ class ArmNode(Node):
             self.warm_up(pending)
         return SetParametersResult(successful=True)
 
+    @abc.abstractmethod
     def configure(self, values, arm):
-        raise NotImplementedError
+        """The node's configuration of parameter ``values`` on ``arm``; ConfigError: refused."""
 
+    @abc.abstractmethod
     def apply(self, config):
-        raise NotImplementedError
+        """Put ``config`` (configure's, already validated) in use."""
 
     def spin(self, executor, stopped):
         """Process callbacks until stopped() (checked at least every 0.1 s)."""
@@ -301,325 +276,3 @@ class ArmNode(Node):
 
     def finish(self):
         """The node's last act on a graceful stop, after its last callback (``main``)."""
-
-
-class ManagedArmNode(LifecycleNodeMixin, ArmNode):
-    """An ArmNode that answers joint states, with the managed-node lifecycle (module docstring).
-
-    Subclasses subscribe with ``subscribe_joint_states(depth)``, set ``reader`` (a
-    CdrJointStateReader) and ``diagnostics``, define the steps of the state loop ``on_state``
-    (``compiled``, ``interpreted``, ``after``), call ``start()`` last in their constructor
-    (instead of ``load_model``), and have ``finish()`` (the last act of an active node) and
-    ``clear()`` (forget the configuration).
-    """
-
-    def __init__(self, name, **options):
-        ArmNode.__init__(self, name, **options)
-        LifecycleNodeMixin.__init__(self, enable_communication_interface=True)
-        self.active, self.refusal, self.description = False, None, None
-        self.state_taken_at = time.perf_counter()   # wall time: the collector's idle timer
-        self.create_wall_timer(IDLE_COLLECT_PERIOD, self.collect_when_idle)
-
-    def create_wall_timer(self, period, callback):
-        """A timer on the steady clock, whatever the node's clock (its own housekeeping)."""
-        return Node.create_timer(self, period, callback,
-                                 clock=Clock(clock_type=ClockType.STEADY_TIME))
-
-    def collect_when_idle(self):
-        """A full collection when no joint state came for IDLE_COLLECT_PERIOD."""
-        if time.perf_counter() - self.state_taken_at >= IDLE_COLLECT_PERIOD:
-            self.collections.collect()
-
-    def subscribe_joint_states(self, depth):
-        """joint_states, as serialized bytes on the fast path, else as messages."""
-        raw = self.values['fast_path']
-        self.source = JointStateSource(   # one source: common.writers
-            self, 'joint_states', self.on_serialized_joint_state if raw else self.on_joint_state,
-            self.values['joint_states_sources'])
-        self.create_subscription(JointState, 'joint_states', self.source,
-                                 state_qos(self.values['joint_states_reliability'], depth),
-                                 raw=raw)
-
-    def waits(self):
-        """True while joint states are not taken: inactive, before /clock, or no model yet."""
-        if self.timeless():
-            return True
-        if self.reader is None:   # robot_description from its topic, not here yet
-            self.warn('no model yet: joint states ignored until robot_description arrives')
-            return True
-        return False
-
-    def on_joint_state(self, msg):
-        """A deserialized JointState: the state loop; the outputs go out as messages."""
-        if not self.waits():
-            self.on_state(msg, False)
-
-    def on_serialized_joint_state(self, data):
-        """A JointState's CDR bytes (the fast path): the state loop; the outputs serialized."""
-        if not self.waits():
-            self.on_state(data, True)
-
-    def on_state(self, msg, serialized):
-        """The state loop, once for every node and transport: read, accept, compute, write, after.
-
-        ``compiled(data)`` reads, computes and writes the bytes of a state in one compiled call
-        where the configuration has a compiled cycle and the state is one it serves, else
-        declines (None) and ``interpreted(msg, serialized)`` reads the state (``read``), accepts
-        it and computes and writes its outputs in Python. Either returns what ``after`` needs
-        (None: nothing was published) and calls the node's one ``accept`` on the state; a
-        BadInput from either rejects the state with its reason.
-        """
-        received = time.perf_counter()   # wall time: this process's compute time per state
-        self.state_taken_at = received
-        self.diagnostics.received()
-        if self.config is None:
-            return
-        try:
-            served = (serialized and self.compiled(msg)) or self.interpreted(msg, serialized)
-        except BadInput as error:
-            self.diagnostics.count('rejected_states')
-            self.warn(f'joint_states ignored: {error}')
-            return
-        if served is not None:
-            self.after(received, *served)
-
-    def read(self, msg, serialized, ours_at):
-        """(q, q̇, effort, (sec, nanosec)) of the state, or None for another arm's (said so).
-
-        ``ours_at``: when the node last accepted one of its own arm's states.
-        """
-        state = (self.reader.read_cdr if serialized else self.reader.read_stamped)(msg)
-        if state is None:
-            self.foreign_state(self.reader.message_names, ours_at, self.seconds())
-        return state
-
-    def start(self):
-        """autostart: configure (a refusal raises ConfigError: the process ends) and activate."""
-        if not self.values['autostart']:
-            self.get_logger().info('unconfigured (autostart false): waiting for the configure '
-                                   'and activate transitions (~/change_state)')
-            return
-        configured = self.trigger_configure()
-        if self.refusal is not None:
-            raise ConfigError(self.refusal)
-        if configured != TransitionCallbackReturn.SUCCESS:   # on_configure logged the error
-            raise RuntimeError(f'configure failed ({configured.name}): see the error above')
-        self.trigger_activate()
-
-    def on_configure(self, state):
-        self.refusal = None
-        try:
-            self.load_model()
-        except ConfigError as error:
-            self.refusal = str(error)
-            self.get_logger().error(f'configure refused: {error}')
-            self.on_cleanup(state)
-            return TransitionCallbackReturn.FAILURE
-        except Exception:   # a defect: rclpy's lifecycle would swallow it without a word
-            self.get_logger().error(f'configure failed:\n{traceback.format_exc()}')
-            raise
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_activate(self, state):
-        self.active = True
-        self.get_logger().info('active: taking joint states')
-        return super().on_activate(state)
-
-    def on_deactivate(self, state):
-        self.finish()
-        self.active = False
-        self.collections.collect()
-        self.get_logger().info('inactive: joint states ignored until activated')
-        return super().on_deactivate(state)
-
-    def on_cleanup(self, state):
-        self.active = False
-        if self.description is not None:
-            self.destroy_subscription(self.description)
-        self.description = self.arm = self.urdf = None
-        self.clear()
-        return TransitionCallbackReturn.SUCCESS
-
-    def on_shutdown(self, state):
-        if self.active:
-            self.finish()
-        self.active = False
-        return TransitionCallbackReturn.SUCCESS
-
-    def clear(self):
-        """Forget the configuration built from the model (a cleanup)."""
-        raise NotImplementedError
-
-    def destroy_node(self):
-        """Destroy the node, its lifecycle state machine included.
-
-        rclpy's state machine holds the node's handle and its destroy_node leaves it: the node
-        and its transition_event publisher would stay in the ROS graph as long as the process.
-        A node stopped while it was being built may have none yet (rclpy's shutdown destroys
-        it all the same).
-        """
-        machine = getattr(self, '_state_machine', None)
-        if machine is not None:
-            machine.destroy_when_not_in_use()
-        if hasattr(self, 'background_compile'):
-            self.background_compile.stop()
-        super().destroy_node()
-
-
-def executor():
-    """rclpy's C++ events executor where available (Kilted), else the SingleThreadedExecutor.
-
-    The events executor takes less CPU per message than the other (make bench-nodes measures
-    it); Jazzy has only the SingleThreadedExecutor.
-    """
-    try:
-        from rclpy.experimental import EventsExecutor
-        return EventsExecutor()
-    except ImportError:
-        return SingleThreadedExecutor()
-
-
-def main(node_class, args=None):
-    """Run one node until SIGINT/SIGTERM; a configuration error at start exits with status 1.
-
-    Either signal stops the spin; the node then does its last act (``finish``, where it has
-    one: the controller's safe final command) with rclpy's context still valid (rclpy's own signal
-    handlers are off, which Jazzy's rclpy 7 and Kilted's 9 both allow), and exits. A signal
-    while the node is still being built (numba may be compiling) stops it at once: it has
-    published nothing yet. The exit status is what ``node.spin(executor, stopped)`` returns
-    (None: 0); 0 after a signal.
-    """
-    rclpy.init(args=sys.argv if args is None else args,
-               signal_handler_options=SignalHandlerOptions.NO)
-    stop, running = [], []
-
-    def on_signal(signum, frame):
-        stop.append(signum)
-        if not running:
-            raise KeyboardInterrupt
-
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, on_signal)
-    faulthandler.register(signal.SIGUSR1)  # kill -USR1 <pid>: print where every thread is
-    try:
-        stop_with_launcher()
-        node = node_class()
-        running.append(True)
-    except (ConfigError, ParameterException) as error:
-        rclpy.logging.get_logger(node_class.NAME).fatal(str(error))
-        return end_early(1)
-    except KeyboardInterrupt:
-        rclpy.logging.get_logger(node_class.NAME).info('stopped while starting')
-        return end_early(0)
-    spinner = executor()
-    spinner.add_node(node)
-    status = 1   # an exception out of spin
-    try:
-        status = node.spin(spinner, lambda: bool(stop)) or 0
-        return status
-    finally:
-        try:
-            getattr(node, 'finish', lambda: None)()   # nodes that are not ArmNodes have none
-        finally:
-            tear_down(node, spinner, status)
-
-
-PR_SET_PDEATHSIG = 1   # linux/prctl.h
-
-
-def stop_with_launcher():
-    """SIGINT (a graceful stop) when the launching process dies, if it asked for it.
-
-    ``robot_dynamics.run`` (and so the tests) set ROBOT_DYNAMICS_LAUNCHER_PID to its pid: a
-    launcher killed outright (SIGKILL, a test's timeout) must not leave its nodes running.
-    """
-    launcher = os.environ.get(LAUNCHER)
-    if not launcher or not sys.platform.startswith('linux'):
-        return
-    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGINT))
-    if os.getppid() != int(launcher):   # it died before the prctl
-        os.kill(os.getpid(), signal.SIGINT)
-
-
-TEARDOWN_TIMEOUT = 5.0   # s
-
-
-def tear_down(node, spinner, status):
-    """Destroy the executor, the node and rclpy's context, bounded in time.
-
-    The node has done its last act by now. rclpy's teardown has been seen to hang in
-    ``destroy_node`` (once in some hundred stops of the simulator under the events executor),
-    inside rcl with the GIL held, so no Python thread can act on it. After TEARDOWN_TIMEOUT,
-    faulthandler's watchdog (a C thread) writes where every thread is to stderr, and a C
-    library timer (``exit_later``) ends the process with the status it would have had: a
-    process that outlives its stop looks dead-locked to its launcher.
-    """
-    cancel = exit_guard(status)
-    spinner.shutdown()
-    node.destroy_node()
-    rclpy.try_shutdown()
-    cancel()
-
-
-def end_early(status):
-    """End a process whose node was never built whole: ``status``, within TEARDOWN_TIMEOUT.
-
-    The partly built node's handles go with the interpreter's exit, where rclpy's teardown can
-    hang as in ``tear_down`` (seen once: a refused recorder still running after 90 s). The
-    guard stays armed through that exit.
-    """
-    exit_guard(status)
-    rclpy.try_shutdown()
-    return status
-
-
-def exit_guard(status):
-    """After TEARDOWN_TIMEOUT: where every thread is, to stderr; then ``_exit(status)``.
-
-    Both act without the GIL (faulthandler's C watchdog, ``exit_later``). Returns the cancel.
-    """
-    sys.stdout.flush()
-    sys.stderr.flush()
-    faulthandler.dump_traceback_later(TEARDOWN_TIMEOUT, file=sys.stderr)
-    cancel_exit = exit_later(TEARDOWN_TIMEOUT + 0.5, status)
-
-    def cancel():
-        faulthandler.cancel_dump_traceback_later()
-        cancel_exit()
-    return cancel
-
-
-CLOCK_MONOTONIC, SIGEV_THREAD = 1, 2   # time.h, signal.h (Linux)
-
-
-class SigEvent(ctypes.Structure):
-    """``struct sigevent`` of Linux (64 bytes) for SIGEV_THREAD: the function and its argument."""
-
-    _fields_ = [('value', ctypes.c_void_p), ('signo', ctypes.c_int), ('notify', ctypes.c_int),
-                ('function', ctypes.c_void_p), ('attributes', ctypes.c_void_p),
-                ('padding', ctypes.c_byte * 32)]
-
-
-class TimeSpec(ctypes.Structure):
-    _fields_ = [('seconds', ctypes.c_long), ('nanoseconds', ctypes.c_long)]
-
-
-def exit_later(seconds, status):
-    """``_exit(status)`` after ``seconds``, from a thread of the C library; returns its cancel.
-
-    POSIX ``timer_create`` with SIGEV_THREAD calls ``_exit`` on a thread that never takes the
-    GIL, so the exit happens even while the main thread blocks in C holding it. Where the C
-    library has no ``timer_create`` (not Linux), nothing is armed.
-    """
-    libc = ctypes.CDLL(None, use_errno=True)
-    if not sys.platform.startswith('linux') or not hasattr(libc, 'timer_create'):
-        return lambda: None
-    event = SigEvent(value=status, notify=SIGEV_THREAD,
-                     function=ctypes.cast(libc._exit, ctypes.c_void_p).value)
-    timer = ctypes.c_void_p()
-    if libc.timer_create(CLOCK_MONOTONIC, ctypes.byref(event), ctypes.byref(timer)) != 0:
-        return lambda: None
-    whole = int(seconds)
-    due = (TimeSpec * 2)(TimeSpec(0, 0), TimeSpec(whole, int((seconds - whole) * 1e9)))
-    libc.timer_settime(timer, 0, due, None)
-    return lambda: libc.timer_delete(timer)

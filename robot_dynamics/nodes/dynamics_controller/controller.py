@@ -28,7 +28,8 @@ from ..common import cdr, contact_safety, payload
 from ..common.cdr import CdrJointStateReader
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
 from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
-from ..common.node import ManagedArmNode, main as run_node
+from ..common.lifecycle import ManagedArmNode
+from ..common.process import main as run_node
 from ..common.schema import load
 from ..common.writers import GRAPH_PERIOD, discovered_writers, other_writers
 from . import (command_cycle, configuration, controller_state, speed_limiter, task_space,

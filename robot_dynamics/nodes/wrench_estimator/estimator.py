@@ -21,7 +21,8 @@ from robot_dynamics.core.observers import MomentumObserver
 from ..common import cdr, contact_safety, payload, profiles
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
 from ..common.joint_states import BadInput, to_array
-from ..common.node import ManagedArmNode, main as run_node
+from ..common.lifecycle import ManagedArmNode
+from ..common.process import main as run_node
 from ..common.parameters import ConfigError
 from ..common.schema import load
 from . import estimator_cycle
