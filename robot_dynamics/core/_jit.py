@@ -41,6 +41,7 @@ import warnings
 
 import numba
 from numba.core import caching, dispatcher, sigutils
+from numba.core.types import IntegerLiteral, unliteral
 from numba.core.compiler_lock import global_compiler_lock
 from numba.core.registry import cpu_target
 
@@ -111,12 +112,25 @@ def _shared(kernel, compile_overload):
     own lock, and the call graph has no cycle, so two processes never wait on each other.
     """
     def compile(sig):
+        sig = _unliteral_integers(sig)
         with global_compiler_lock:
             if tuple(sigutils.normalize_signature(sig)[0]) in kernel.overloads:
                 return compile_overload(sig)
             with _file_lock(kernel._cache._cache_path, kernel._cache._cache_file._index_name):
                 return compile_overload(sig)   # loads the other process's entry, if it made one
     return compile
+
+
+def _unliteral_integers(sig):
+    """``sig`` with its integer literals as int64: one specialization for every constant.
+
+    A kernel calling a helper with a constant (an offset into the model's table) would have
+    the helper compiled again for each constant, numba typing it ``Literal[int](11)``; LLVM
+    inlines the helper into its caller and folds the constant all the same.
+    """
+    if not isinstance(sig, tuple) or not any(isinstance(t, IntegerLiteral) for t in sig):
+        return sig
+    return tuple(unliteral(t) if isinstance(t, IntegerLiteral) else t for t in sig)
 
 
 @contextlib.contextmanager

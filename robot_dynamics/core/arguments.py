@@ -26,7 +26,7 @@ BAD_OUT = 11                # the result array has the wrong shape
 NO_WRENCHES = np.zeros((0, 6))
 
 # the argument types of the one-state kernels (``_jit.strict``)
-TABLE_TYPE = types.Array(types.float64, 2, 'C', readonly=True)   # model.table, model.frames
+TABLE_TYPE = types.Array(types.float64, 2, 'C')   # model.table, model.frames: writable (model.py)
 WORKSPACE_TYPE = types.Array(types.float64, 2, 'C')              # model.workspaces.ws
 VECTOR_TYPE = types.Array(types.float64, 1, 'C')                 # q, v, a, τ
 MATRIX_TYPE = types.Array(types.float64, 2, 'C')                 # f_ext (nb, 6), M, J
