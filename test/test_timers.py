@@ -83,3 +83,18 @@ def test_a_1_hz_timer_is_called_once_a_second_of_the_arm_s_clock():
     gaps = np.diff(calls)
     print(f"timer calls at {np.round(calls, 3)} s of the arm's clock (to {t:.3f} s)")
     assert len(calls) >= 3 and gaps.min() > 0.99 and gaps.max() < 1.7, calls
+
+
+def test_a_call_queued_before_its_timer_was_destroyed_does_nothing():
+    """An events executor may dispatch a destroyed timer's queued call: it must not raise."""
+    session()
+    node = Timed('timed_destroyed')
+    calls = []
+    timer = node.create_timer(0.01, lambda: calls.append(1))
+    queued = timer.callback
+    try:
+        node.destroy_timer(timer)
+        queued()
+    finally:
+        node.destroy_node()
+    assert calls == []

@@ -9,7 +9,12 @@ that should come every second of the arm's clock comes after tens of seconds).
 rcl moves a timer's next call before its callback runs, to at most a period from now when
 the call was due. So a call that finds the next call further away is an extra one: it re-arms
 the timer a period from now and does nothing.
+
+The same executor may also dispatch a call it queued before the timer was destroyed (a node
+that replaces a timer, as the PFL markers' pacing does): that call finds the handle gone and
+does nothing, instead of raising out of the executor and ending the node.
 """
+from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 
 
 def called_when_due(create_timer, period, callback, *args, **kwargs):
@@ -17,7 +22,10 @@ def called_when_due(create_timer, period, callback, *args, **kwargs):
     timer = None
 
     def when_due():
-        wait = timer.time_until_next_call()
+        try:
+            wait = timer.time_until_next_call()
+        except _rclpy.InvalidHandle:   # destroyed after this call was queued
+            return
         if wait is not None and wait > timer.timer_period_ns:
             timer.reset()
             return

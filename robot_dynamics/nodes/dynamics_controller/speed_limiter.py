@@ -153,7 +153,7 @@ class SpeedLimiter:
         self.state = None              # the last measured (q, v), model order
         self.s_low = 1.0               # lowest s since the last diagnostics
         self.scale = context.create_publisher(Float64, '~/speed_scaling', 10)
-        self.marker_subscribers, self.marker_timer = 0, None
+        self.marker_subscribers, self.marker_timer, self.marker_period = 0, None, None
         try:
             self.markers = context.create_publisher(
                 MarkerArray, '~/pfl_markers', 1,
@@ -197,13 +197,16 @@ class SpeedLimiter:
         An idle timer still costs its callback (~0.1 ms a tick in rclpy). A middleware without
         matched events (``marker_subscribers`` None) keeps it ticking, as before that event.
         """
+        rate = self.config.marker_rate if self.config is not None else 0
+        period = 1.0 / rate if self.marker_subscribers != 0 and rate > 0 else None
+        if self.marker_timer is not None and self.marker_period == period:
+            return   # unchanged: a timer replaced on every parameter change piles up calls
         if self.marker_timer is not None:
             self.context.destroy_timer(self.marker_timer)
             self.marker_timer = None
-        if self.marker_subscribers != 0 and self.config is not None \
-                and self.config.marker_rate > 0:
-            self.marker_timer = self.context.create_timer(1.0 / self.config.marker_rate,
-                                                          self.publish_markers)
+        self.marker_period = period
+        if period is not None:
+            self.marker_timer = self.context.create_timer(period, self.publish_markers)
 
     def sample(self, reference, t, q, v):
         """(q_d, q̇_d, q̈_d) at t: a TimedTrajectory on the clock scaled by s, else unscaled.
