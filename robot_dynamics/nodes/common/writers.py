@@ -18,9 +18,11 @@ import inspect
 import time
 
 GRAPH_PERIOD = 0.5   # s: how often the command topic's writers are looked up (2 Hz)
-# s after a node's start before the graph it sees is taken as complete: DDS discovers the
-# endpoints already there within it (1-1.5 s measured on a loaded 2-core machine)
+# s after a node's start before the graph it sees may be taken as complete: DDS discovers the
+# endpoints already there within it (1-1.5 s measured on a loaded 2-core machine; more on CI)
 DISCOVERY = 2.0
+SETTLE = 1.0            # s with an unchanged graph before it is taken as complete
+DISCOVERY_LIMIT = 10.0  # s: the longest wait for it
 
 
 def full_name(namespace, name):
@@ -48,16 +50,33 @@ def other_writers(node, topic):
 
 
 def discovered_writers(node, topic, started):
-    """other_writers, looked up until one is seen or DISCOVERY s have passed since ``started``.
+    """other_writers, looked up until one is seen or the graph this node sees is complete.
 
     A node activated right after it started (autostart) would otherwise look before discovery
-    has shown it the writers already there, and two controllers would write at once.
+    has shown it the writers already there, and two controllers would write at once. No DDS
+    event says discovery is done, so the graph is taken as complete DISCOVERY s after
+    ``started`` once another node is seen and neither the nodes nor any topic's publisher count
+    has changed for SETTLE s (on a loaded machine the others come later, and together), and at
+    DISCOVERY_LIMIT s in any case.
     """
+    seen, changed = graph(node), started
     while True:
         others = other_writers(node, topic)
-        if others or time.monotonic() >= started + DISCOVERY:
+        now = time.monotonic()
+        if others or now >= started + DISCOVERY_LIMIT:
+            return others
+        current = graph(node)
+        if current != seen:
+            seen, changed = current, now
+        elif now >= started + DISCOVERY and now >= changed + SETTLE and len(seen[0]) > 1:
             return others
         time.sleep(0.05)
+
+
+def graph(node):
+    """What discovery has shown ``node``: (the nodes, {topic: its publisher count})."""
+    return (frozenset(node.get_node_names_and_namespaces()),
+            {name: node.count_publishers(name) for name, _ in node.get_topic_names_and_types()})
 
 
 def matches(name, wanted):
