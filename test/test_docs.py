@@ -136,6 +136,9 @@ def expected_rows(results, header):
             ('exponent k', results['exponents'])]
     if header[0] == 'first call of':
         return [(r['stage'], r) for r in results['startup']]
+    if header[0].startswith('to the first output'):
+        return [(r['case'], r) for r in results['starts']] + [
+            ('python -m robot_dynamics.compile (every node, every mode)', results)]
     if header[0] == 'control law':
         return [(r['law'], r) for r in results['control']]
     if header[0] == 'process':
