@@ -13,10 +13,13 @@ names carry one (franka_fr3_duo's left_/right_, a dual xArm).
 """
 import dataclasses
 import functools
+import os
 import pathlib
 import signal
 
 import yaml
+
+from robot_dynamics.nodes.common.exit_guard import LAUNCHER
 
 PACKAGE = 'robot_dynamics'
 ROBOTS = ('panda', 'ur5e')
@@ -32,6 +35,12 @@ SIMULATED_STATE_TIMEOUT = 0.5  # s
 # The controller and the estimator run on the simulator's /clock (use_sim_time), so that every
 # interval they act on (the rate limit's dt, the state timeout, trajectory sampling) is the arm's.
 SIM_TIME = {'use_sim_time': True}
+
+# A node that died (killed, or an exit status not 0) ends the bring-up this long after, so that
+# the arm's side acts first, as a real drive would: arm_simulator's lock step waits
+# lock_step_timeout (1 s) for the dead controller, then its command watchdog (command_timeout,
+# 0.1 s of simulated time) stops the arm at stop_deceleration and engages the brakes.
+STOP_GRACE = 2.0  # s
 
 # setup -> nodes (executable == node name) with their setup-specific parameters
 SETUPS = {
@@ -221,14 +230,19 @@ def on_node_exit(label, event, context):
     returns non-zero only for an error in launch itself (an exception in an action or event
     handler: it logs it, shuts the launch down and returns 1), never for a process's exit
     code, in Jazzy's launch 3.4 as in Rolling's (ros2/launch#780): so a node that died raises
-    NodeDied here, which ``ros2 launch`` reports and exits 1 on. A node that exited 0 (it was
-    stopped, SIGINT or SIGTERM) shuts the bring-up down with status 0.
+    NodeDied, STOP_GRACE later (a timer's action), which ``ros2 launch`` reports and exits 1 on.
+    A node that exited 0 (it was stopped, SIGINT or SIGTERM) shuts the bring-up down at once
+    with status 0.
     """
     if context.is_shutdown:
         return None
     how = f'{label} {exit_status(event.returncode)}'
     if event.returncode != 0:
-        raise NodeDied(f'{how}: ending the bring-up')
+        from launch.actions import OpaqueFunction, TimerAction
+
+        def died(context):
+            raise NodeDied(f'{how}: ending the bring-up')
+        return [TimerAction(period=STOP_GRACE, actions=[OpaqueFunction(function=died)])]
     from launch.actions import EmitEvent
     from launch.events import Shutdown
     return [EmitEvent(event=Shutdown(reason=f'{how}: ending the bring-up'))]
@@ -248,6 +262,7 @@ def launch_description(setup):
         return [Node(package=PACKAGE, executable=spec.executable, name=spec.name,
                      namespace=spec.namespace, output='screen',
                      parameters=[spec.params_file, spec.parameters],
+                     additional_env={LAUNCHER: str(os.getpid())},   # launch's process
                      on_exit=functools.partial(on_node_exit, spec.label))
                 for spec in nodes(setup, **arguments)]
 

@@ -13,9 +13,10 @@ one from 1..101 held by a lock file in the temp directory while the run lasts, s
 never share a domain. The domain is printed: ``ROS_DOMAIN_ID=<id>`` plus the same two variables
 let other tools join.
 
-The run ends when any node ends, as the launch files do: the others are stopped, and the status
-is 1 with a message naming the node and its exit status, unless it exited 0. SIGTERM to the
-runner stops the nodes as ctrl-c does.
+The run ends when any node ends, as the launch files do: the others are stopped (after
+bringup.STOP_GRACE if it died), and the status is 1 with a message naming the node and its exit
+status, unless it exited 0. SIGTERM to the runner stops the nodes as ctrl-c does. Every stop ends
+with a line saying how each node ended and how long the stop took.
 """
 import argparse
 import fcntl
@@ -180,8 +181,9 @@ def interrupt(signum, frame):
 def main(argv=None):
     """Run until --duration, ctrl-c or SIGTERM, or until any node ends.
 
-    A node that ends stops the others (SIGINT: each ends on its safe final command), and the
-    run exits 1 with a message naming it and how it ended, unless it exited 0 (it was stopped).
+    A node that ends stops the others (SIGINT: each ends on its safe final command; after
+    STOP_GRACE if it died, so that the simulated drive's watchdog acts first), and the run exits
+    1 with a message naming it and how it ended, unless it exited 0 (it was stopped).
     """
     args, specs = parse(argv)
     domain, lock = (args.domain_id, None) if args.domain_id is not None else allocate_domain_id()
@@ -198,16 +200,24 @@ def main(argv=None):
         except KeyboardInterrupt:
             pass
         ended = procs.exited()
+        died = any(ended.values())
         for name, code in ended.items():
-            print(f'{name} {bringup.exit_status(code)}: stopping the bring-up', file=sys.stderr,
+            print(f'{name} {bringup.exit_status(code)}: stopping the bring-up'
+                  + (f' in {bringup.STOP_GRACE:g} s' if died else ''), file=sys.stderr,
                   flush=True)
+        if died:
+            try:
+                time.sleep(bringup.STOP_GRACE)
+            except KeyboardInterrupt:
+                pass
+        stopping = time.monotonic()
         codes = procs.stop()
     if lock:
         lock.close()
-    if ended:
-        stopped = ', '.join(f'{n} {bringup.exit_status(c)}' for n, c in codes.items()
-                            if n not in ended)
-        print(f'stopped: {stopped or "nothing else ran"}', file=sys.stderr)
+    stopped = ', '.join(f'{n} {bringup.exit_status(c)}' for n, c in codes.items()
+                        if n not in ended)
+    print(f'stopped in {time.monotonic() - stopping:.1f} s: {stopped or "nothing else ran"}',
+          file=sys.stderr, flush=True)
     return 1 if any(ended.values()) else 0
 
 

@@ -30,7 +30,8 @@ def pytest_configure(config):
 
 # Modules that start nodes without the harness (through robot_dynamics.run or a script)
 DDS_MODULES = {'test_dds_loopback', 'test_demo', 'test_identification_loop', 'test_nodes_launch',
-               'test_nodes_soak', 'test_nodes_warm_up', 'test_nodes_cold_start'}
+               'test_nodes_soak', 'test_nodes_warm_up', 'test_nodes_cold_start',
+               'test_nodes_bringup_stop', 'test_node_lifetime'}
 
 
 def pytest_collection_modifyitems(config, items):

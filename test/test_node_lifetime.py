@@ -56,9 +56,9 @@ def test_a_hung_teardown_ends_the_process_with_its_status():
 
 
 REFUSED = textwrap.dedent("""
-    import atexit
     import ctypes
     import sys
+    import rclpy
     from rclpy.node import Node
     from robot_dynamics.nodes.common.process import main
     from robot_dynamics.nodes.common.parameters import ConfigError
@@ -68,8 +68,8 @@ REFUSED = textwrap.dedent("""
 
         def __init__(self):
             super().__init__(self.NAME)
-            # the interpreter's exit hangs in C with the GIL held, as rclpy's teardown can
-            atexit.register(lambda: ctypes.PyDLL(None).sleep(3600))
+            # rclpy's shutdown hangs in C with the GIL held, as its teardown can
+            rclpy.try_shutdown = lambda: ctypes.PyDLL(None).sleep(3600)
             raise ConfigError('refused at start')
 
     sys.exit(main(Refused, ['refused']))

@@ -6,6 +6,7 @@ parameter file and parameter they name must exist and be declared by the node, a
 ends the bring-up when it ends. The runner is run once for real, with a node that dies at start.
 """
 import importlib
+import os
 import pathlib
 import re
 import runpy
@@ -44,7 +45,7 @@ def launch_stub(monkeypatch):
     modules = {name: types.ModuleType(name) for name in
                ('launch', 'launch.actions', 'launch.events', 'launch_ros', 'launch_ros.actions')}
     modules['launch'].LaunchDescription = type('LaunchDescription', (Recorded,), {})
-    for name in ('DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction'):
+    for name in ('DeclareLaunchArgument', 'EmitEvent', 'OpaqueFunction', 'TimerAction'):
         setattr(modules['launch.actions'], name, type(name, (Recorded,), {}))
     modules['launch.events'].Shutdown = type('Shutdown', (Recorded,), {})
     modules['launch_ros.actions'].Node = type('Node', (Recorded,), {})
@@ -191,16 +192,21 @@ def exited(code, shutting_down=False):
 def test_any_node_that_ends_ends_the_bringup(launch_stub, path):
     """on_exit of every node: raise (launch's status 1) unless it exited 0 or launch stops.
 
-    launch's LaunchService.run returns 1 for an exception in an event handler; it returns 0
-    after a Shutdown event, whatever the processes' exit codes (doc/guides/stopping.md).
+    launch's LaunchService.run returns 1 for an exception in an action; it returns 0 after a
+    Shutdown event, whatever the processes' exit codes (doc/guides/stopping.md). A node that
+    died raises STOP_GRACE later, from a timer's action: the simulated drive's watchdog first.
     """
     _, nodes = rendered_nodes(path, {'namespace': 'left'})
     for node in nodes:
         on_exit, label = node.kwargs['on_exit'], f"left.{node.kwargs['name']}"
-        with pytest.raises(bringup.NodeDied, match=rf'^{label} exited with status 1: '):
-            on_exit(*exited(1))
-        with pytest.raises(bringup.NodeDied, match=rf'^{label} was killed by SIGKILL: '):
-            on_exit(*exited(-signal.SIGKILL))
+        assert node.kwargs['additional_env'] == {run.LAUNCHER: str(os.getpid())}
+        for code, how in ((1, 'exited with status 1'), (-signal.SIGKILL, 'was killed by SIGKILL')):
+            [timer] = on_exit(*exited(code))
+            assert type(timer).__name__ == 'TimerAction'
+            assert timer.kwargs['period'] == bringup.STOP_GRACE >= 0.5   # the watchdog's 0.1 s
+            [action] = timer.kwargs['actions']
+            with pytest.raises(bringup.NodeDied, match=rf'^{label} {how}: ending the bring-up'):
+                action.kwargs['function'](None)
         [emit] = on_exit(*exited(0))
         assert type(emit).__name__ == 'EmitEvent'
         shutdown = emit.kwargs['event']
@@ -221,7 +227,8 @@ def test_runner_stops_every_node_when_one_dies(tmp_path):
     assert 'arm_simulator exited with status 1: stopping the bring-up' in result.stderr
     # SIGINT ends them (still importing, on a loaded machine: Python's default handler)
     stopped = '(exited with status 0|was killed by SIGINT)'
-    assert re.search(rf'^stopped: dynamics_controller {stopped}, wrench_estimator {stopped}$',
+    assert re.search(rf'^stopped in [0-9.]+ s: dynamics_controller {stopped}, '
+                     rf'wrench_estimator {stopped}$',
                      result.stderr, re.M), result.stderr[-3000:]
     print(f'run with a dead node: {time.monotonic() - started:.1f} s')
 

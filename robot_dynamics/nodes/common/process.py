@@ -2,13 +2,14 @@
 import faulthandler
 import signal
 import sys
+import traceback
 
 import rclpy
 from rclpy.exceptions import ParameterException
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.signals import SignalHandlerOptions
 
-from .exit_guard import exit_guard, stop_with_launcher
+from .exit_guard import exit_guard, exit_now, stop_with_launcher
 from .parameters import ConfigError
 
 
@@ -33,7 +34,8 @@ def main(node_class, args=None):
     handlers are off, which Jazzy's rclpy 7 and Kilted's 9 both allow), and exits. A signal
     while the node is still being built (numba may be compiling) stops it at once: it has
     published nothing yet. The exit status is what ``node.spin(executor, stopped)`` returns
-    (None: 0); 0 after a signal.
+    (None: 0); 0 after a signal. The process ends as soon as the node is torn down
+    (``exit_now``), without the interpreter's finalization.
     """
     rclpy.init(args=sys.argv if args is None else args,
                signal_handler_options=SignalHandlerOptions.NO)
@@ -62,12 +64,14 @@ def main(node_class, args=None):
     status = 1   # an exception out of spin
     try:
         status = node.spin(spinner, lambda: bool(stop)) or 0
-        return status
+    except Exception:
+        traceback.print_exc()   # here: the process will not reach the interpreter's exit
     finally:
         try:
             getattr(node, 'finish', lambda: None)()   # nodes that are not ArmNodes have none
         finally:
             tear_down(node, spinner, status)
+    exit_now(status)
 
 
 def tear_down(node, spinner, status):
@@ -90,10 +94,10 @@ def tear_down(node, spinner, status):
 def end_early(status):
     """End a process whose node was never built whole: ``status``, within TEARDOWN_TIMEOUT.
 
-    The partly built node's handles go with the interpreter's exit, where rclpy's teardown can
-    hang as in ``tear_down`` (seen once: a refused recorder still running after 90 s). The
-    guard stays armed through that exit.
+    rclpy's shutdown destroys the partly built node's handles, where its teardown can hang as
+    in ``tear_down`` (seen once: a refused recorder still running after 90 s): the guard stays
+    armed until the process ends (``exit_now``).
     """
     exit_guard(status)
     rclpy.try_shutdown()
-    return status
+    exit_now(status)
