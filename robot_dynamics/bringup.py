@@ -38,8 +38,8 @@ SIM_TIME = {'use_sim_time': True}
 
 # A node that died (killed, or an exit status not 0) ends the bring-up this long after, so that
 # the arm's side acts first, as a real drive would: arm_simulator's lock step waits
-# lock_step_timeout (1 s) for the dead controller, then its command watchdog (command_timeout,
-# 0.1 s of simulated time) stops the arm at stop_deceleration and engages the brakes.
+# lock_step_timeout (1 s) for the dead controller, then its command watchdog (command_timeout:
+# SIMULATED_STATE_TIMEOUT of simulated time here) stops the arm and engages the brakes.
 STOP_GRACE = 2.0  # s
 
 # setup -> nodes (executable == node name) with their setup-specific parameters
