@@ -34,6 +34,7 @@ from std_srvs.srv import Trigger
 
 from robot_dynamics import run
 from robot_dynamics.bringup import NodeSpec
+from robot_dynamics.nodes.common.joint_states import stamp_of  # noqa: F401 (for the tests)
 from robot_dynamics.nodes.wrench_estimator import tared_at
 
 # depth: what a reader holds between the poller's takes while the test process is held up
@@ -47,11 +48,6 @@ BEST_EFFORT = QoSProfile(depth=1000, reliability=ReliabilityPolicy.BEST_EFFORT)
 TEST_PACE = 2.0
 
 _session = None
-
-
-def stamp_of(msg):
-    """A stamped message's header stamp, s."""
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
 def window(recorder, since, until=float('inf')):

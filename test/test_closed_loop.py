@@ -1,7 +1,7 @@
 """Controller options on the realistic plant, closed in one process (simulation.closed_loop).
 
 The effect of each controller option for a real arm, measured with
-robot_dynamics.demo_realistic's figures on the internal engine: the plant is plant.profile
+robot_dynamics.demo.realistic's figures on the internal engine: the plant is plant.profile
 realistic, the model the nominal URDF (before identification) or the nominal URDF with the
 plant's own armature and friction (what a perfect ``fit_dynamics --friction --armature`` gives;
 the stiction and the delay stay unmodelled); and the scene's own in-process fits
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import demo_realistic as scene
+from robot_dynamics.demo import realistic as scene
 from robot_dynamics.simulation import plant
 from robot_dynamics.simulation.closed_loop import realistic_plant
 from random_trees import PinocchioReference

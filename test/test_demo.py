@@ -13,7 +13,7 @@ import sys
 import numpy as np
 import yaml
 
-from robot_dynamics.demo import WRENCH
+from robot_dynamics.demo.joint import WRENCH
 
 # (joint axis, link length m, link mass kg, position limits rad): the middle of each range is
 # the initial pose, bent so that the tip's wrench is observable from the six joint torques

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import demo_realistic as scene
+from robot_dynamics.demo import realistic as scene
 from robot_dynamics.core.control import GravityCompensation
 from robot_dynamics.core.observers import held_friction_error
 from robot_dynamics.simulation import plant

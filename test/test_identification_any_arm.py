@@ -1,7 +1,7 @@
 """The identification loop with its defaults on arms the project does not ship.
 
 Each arm, the Panda and four of example-robot-data's (Kinova Jaco2, xArm7, UR5, UR10), closes
-computed torque around a realistic plant in one process, in lock step (demo_realistic,
+computed torque around a realistic plant in one process, in lock step (demo.realistic,
 simulation.closed_loop): links ±10 %, centres of mass ≤ 5 mm, viscous and Coulomb friction,
 stiction, armature, sensor noise and a one-cycle delay; its dry friction either smooth
 (plant.REALISTIC: it creeps under any load) or holding (plant.REALISTIC_STICTION: a joint at
@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 import robot_dynamics as rd
-from robot_dynamics import demo_realistic as scene
+from robot_dynamics.demo import realistic as scene
 from robot_dynamics.core.observers import held_friction_error
 from robot_dynamics.core.trajectory import JointTrajectory
 from robot_dynamics.simulation import plant

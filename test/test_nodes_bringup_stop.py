@@ -153,4 +153,3 @@ def test_a_killed_controller_leaves_the_simulated_drive_time_to_stop_the_arm(tmp
                         'status 0'), output[-3000:]
     assert all(gone(pid) for pid in run.nodes)
     print(f'a killed controller under load: the run ended {took:.1f} s after the kill')
-

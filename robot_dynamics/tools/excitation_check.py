@@ -37,6 +37,10 @@ LAG_FRACTION = 0.5   # a joint lags below this fraction of its planned RMS veloc
 SHAKE_FACTOR = 1.25
 
 
+class Refused(RuntimeError):
+    """The experiment cannot run (excite, offline or on the arm); the message says why."""
+
+
 @dataclasses.dataclass
 class JointMotion:
     """One joint's planned and achieved motion: RMS velocity, rad/s (m/s), and range, rad (m)."""

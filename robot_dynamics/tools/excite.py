@@ -35,13 +35,10 @@ import numpy as np
 import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.core.trajectory import JointTrajectory
+from robot_dynamics.tools.excitation_check import Refused
 
 KNOT = 0.02          # s between the knots sent to the controller
 CONTROLLER = 'dynamics_controller'
-
-
-class Refused(RuntimeError):
-    """The experiment cannot run; the message says why."""
 
 
 def parse_arguments(argv):
@@ -169,16 +166,6 @@ def plot(model, trajectory, path):
     fig.tight_layout()
     fig.savefig(path, dpi=80)
     plt.close(fig)
-
-
-def approach(model, q_from, q_to, speed):
-    """One point: q_to at rest, T = 1.875 max|q_to − q_from| / speed (≥ 1 s) from now.
-
-    The controller blends from its current reference (a quintic from rest: peak speed
-    1.875 Δq / T), so the arm's steady error at the start does not matter.
-    """
-    duration = max(1.0, 1.875 * np.abs(q_to - q_from).max() / speed)
-    return JointTrajectory([duration], [q_to], np.zeros((1, model.nv)), np.zeros((1, model.nv)))
 
 
 def fit_command(args, output):

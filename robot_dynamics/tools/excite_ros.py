@@ -17,19 +17,16 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
-from trajectory_msgs.msg import JointTrajectory
+from trajectory_msgs import msg as trajectory_msgs
 
-from robot_dynamics.nodes.common.joint_states import state_qos, trajectory_message
-from robot_dynamics.tools.excite import Refused, approach
+from robot_dynamics.core.trajectory import JointTrajectory
+from robot_dynamics.nodes.common.joint_states import stamp_of, state_qos, trajectory_message
+from robot_dynamics.tools.excitation_check import Refused
 
 LEAD = 0.5      # s between sending a trajectory and its start, on the joint states' clock
 SETTLE = 0.5    # s recorded after the excitation
 ARRIVED = 0.02  # rad: the arm is at q0 when every joint is this close after the approach
 ASTRAY = 0.25   # rad: farther from q0 after the approach, the arm is not following
-
-
-def stamp_of(msg):
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
 class Exciter(Node):
@@ -40,7 +37,7 @@ class Exciter(Node):
         self.controller, self.joints, self.state = controller, list(joints), None
         self.subscription = self.create_subscription(JointState, 'joint_states', self.on_state,
                                                      state_qos('best_effort', 10))
-        self.publisher = self.create_publisher(JointTrajectory,
+        self.publisher = self.create_publisher(trajectory_msgs.JointTrajectory,
                                                f'/{controller}/joint_trajectory', 10)
         self.parameters = self.create_client(GetParameters, f'/{controller}/get_parameters')
         self.setter = self.create_client(SetParameters, f'/{controller}/set_parameters')
@@ -121,6 +118,16 @@ def assess(path, model, trajectory, start):
 def wait_for_stamp(node, executor, t, timeout):
     spin_until(executor, lambda: node.state is not None and stamp_of(node.state) >= t, timeout,
                f'joint states stopped before t = {t:.3f} s')
+
+
+def approach(model, q_from, q_to, speed):
+    """One point: q_to at rest, T = 1.875 max|q_to − q_from| / speed (≥ 1 s) from now.
+
+    The controller blends from its current reference (a quintic from rest: peak speed
+    1.875 Δq / T), so the arm's steady error at the start does not matter.
+    """
+    duration = max(1.0, 1.875 * np.abs(q_to - q_from).max() / speed)
+    return JointTrajectory([duration], [q_to], np.zeros((1, model.nv)), np.zeros((1, model.nv)))
 
 
 def move_to_start(node, executor, model, q0, args):

@@ -41,15 +41,11 @@ from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup, run
-from robot_dynamics.nodes.common.joint_states import state_qos, trajectory_message
+from robot_dynamics.nodes.common.joint_states import stamp_of, state_qos, trajectory_message
 
 STEP, PUSH, DRIFT = 0.15, 15.0, 5.0   # rad, N, s
 KNOT = 0.02
 NODES = ('dynamics_controller', 'wrench_estimator')
-
-
-def stamp_of(msg):
-    return msg.header.stamp.sec + 1e-9 * msg.header.stamp.nanosec
 
 
 class Probe(Node):

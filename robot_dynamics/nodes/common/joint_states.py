@@ -112,8 +112,13 @@ def to_array(x):
 
 
 def seconds(stamp):
-    """Seconds of a builtin_interfaces/Time (0.0 for an unset stamp)."""
+    """Seconds of a builtin_interfaces/Time or Duration (0.0 for an unset stamp)."""
     return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def stamp_of(msg):
+    """Seconds of a stamped message's header stamp."""
+    return seconds(msg.header.stamp)
 
 
 def wrench_message(frame_id, wrench):

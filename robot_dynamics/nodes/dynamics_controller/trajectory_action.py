@@ -17,7 +17,7 @@ from rclpy.action import CancelResponse, GoalResponse
 from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from ..common.joint_states import BadInput, to_array
+from ..common.joint_states import BadInput, seconds, to_array
 
 FEEDBACK_PERIOD = 0.02   # s of state time between feedback messages: 50 Hz
 ACTION = '~/follow_joint_trajectory'
@@ -60,10 +60,6 @@ def joint_tolerances(entries, joint_names, position, velocity, what, invalid):
             elif value < 0.0:
                 bound[i] = np.inf
     return bounds
-
-
-def seconds(duration):
-    return duration.sec + 1e-9 * duration.nanosec
 
 
 def point(positions, velocities=None, accelerations=None):

@@ -24,7 +24,8 @@ from geometry_msgs.msg import PoseStamped, WrenchStamped
 from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 
-from robot_dynamics import demo
+from robot_dynamics.demo import session as demo
+from robot_dynamics.nodes.common.joint_states import stamp_of
 
 STIFFNESS = [1000.0, 1000.0, 1000.0, 10.0, 10.0, 10.0]   # N/m ×3, N m/rad ×3
 FORCES = [5.0, 10.0, 15.0, 20.0, 15.0, 10.0, 5.0, 0.0]   # N along x, 1 s each
@@ -44,7 +45,7 @@ class CartesianObserver(demo.Observer):
 
     def now(self):
         """The arm's clock as the controller's ~/tip_pose (100 Hz) tells it."""
-        return demo.stamp(self.tips[-1]) if self.tips else 0.0
+        return stamp_of(self.tips[-1]) if self.tips else 0.0
 
     def stop_fast_topics(self):
         """No more 1 kHz joint states and wrenches here: the target stream keeps its pace."""
@@ -54,14 +55,14 @@ class CartesianObserver(demo.Observer):
 
     def tip(self, since, until=np.inf):
         """(stamps, positions (k, 3), rotation vectors (k, 3)) of ~/tip_pose in [since, until]."""
-        picked = [m for m in list(self.tips) if since <= demo.stamp(m) <= until]
+        picked = [m for m in list(self.tips) if since <= stamp_of(m) <= until]
         if not picked:
             raise RuntimeError(f'no ~/tip_pose stamped in [{since:.3f}, {until:.3f}]: the '
                                'controller stopped publishing?')
         p = np.array([[m.pose.position.x, m.pose.position.y, m.pose.position.z] for m in picked])
         quaternion = [[m.pose.orientation.x, m.pose.orientation.y, m.pose.orientation.z,
                        m.pose.orientation.w] for m in picked]
-        return (np.array([demo.stamp(m) for m in picked]), p,
+        return (np.array([stamp_of(m) for m in picked]), p,
                 Rotation.from_quat(quaternion).as_rotvec())
 
     def send_target(self, frame, position, rotation, stamp=None):

@@ -2,7 +2,7 @@
 
     python -m robot_dynamics.demo --scene realistic [--robot panda] [--engine internal|mujoco]
         [--exact-links]
-    python -m robot_dynamics.demo_realistic [--exact-links] [--fitted [--stiction] | --true-terms]
+    python -m robot_dynamics.demo.realistic [--exact-links] [--fitted [--stiction] | --true-terms]
         [--ki 1000] [--deadband 0.01] [--cutoff 50] [--friction-compensation]   # one run's figures
 
 The arm is ``plant.profile: realistic`` (robot_dynamics.simulation.plant.REALISTIC: links ±10 %)
@@ -313,7 +313,7 @@ def main(args, name):
 
 def measure(argv=None):
     """One configuration's figures (module docstring's second usage), for the README tables."""
-    parser = argparse.ArgumentParser(prog='python -m robot_dynamics.demo_realistic')
+    parser = argparse.ArgumentParser(prog='python -m robot_dynamics.demo.realistic')
     parser.add_argument('--robot', default='panda')
     parser.add_argument('--engine', default='internal', choices=('internal', 'mujoco'))
     parser.add_argument('--exact-links', action='store_true', help='plant.mass_error and '

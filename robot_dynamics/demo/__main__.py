@@ -1,0 +1,3 @@
+from robot_dynamics.demo import main
+
+raise SystemExit(main())
