@@ -11,7 +11,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension
 
 from robot_dynamics.core._jit import jit
-from robot_dynamics.core.cdr import OK, read_state
+from robot_dynamics.core.joint_state_cdr import OK, read_state
 from robot_dynamics.nodes.common.cdr import CdrJointStateReader, Float64MultiArrayWriter, \
     JointStateWriter, WrenchStampedWriter, parse_joint_state, read_float64_array, \
     serialized_time

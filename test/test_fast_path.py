@@ -38,7 +38,8 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.dynamics_controller import controller_state
 from robot_dynamics.nodes.dynamics_controller.command_cycle import CommandCycle
-from robot_dynamics.nodes.dynamics_controller.task_space import MODES as TASK_MODES, TIP_POSE_PERIOD
+from robot_dynamics.nodes.dynamics_controller.cartesian_modes import (MODES as TASK_MODES,
+                                                                      TIP_POSE_PERIOD)
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator.estimator_cycle import EstimatorCycle
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator

@@ -15,7 +15,7 @@ from rclpy.parameter import Parameter
 
 from robot_dynamics.core.collision import Reaction
 from robot_dynamics.nodes.common import schema
-from robot_dynamics.nodes.dynamics_controller import task_space
+from robot_dynamics.nodes.dynamics_controller import cartesian_modes
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller.controller import (COMPUTED_TORQUE,
                                                                  GRAVITY_COMPENSATION,
@@ -101,7 +101,7 @@ def test_the_schemas_choices_are_the_code_s():
 
     assert choices('arm_simulator', 'engine') == list(ENGINES)
     assert choices('dynamics_controller', 'mode') == [GRAVITY_COMPENSATION, COMPUTED_TORQUE,
-                                                      *task_space.MODES]
+                                                      *cartesian_modes.MODES]
     assert choices('dynamics_controller', 'collision.reaction') == [r.value for r in Reaction]
 
 

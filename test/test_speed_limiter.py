@@ -19,11 +19,11 @@ import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 from robot_dynamics.core.trajectory import JointTrajectory
 from robot_dynamics.nodes.common.context import Context
-from robot_dynamics.nodes.dynamics_controller import speed_limiter, task_space
+from robot_dynamics.nodes.dynamics_controller import speed_limiter, cartesian_modes
 from robot_dynamics.nodes.dynamics_controller.reference import TimedTrajectory
 from robot_dynamics.nodes.common.parameters import ConfigError
 from ros_harness import session
-from test_task_space_node import Host, task_space_of
+from test_cartesian_modes import Host, task_space_of
 
 MODEL = rd.with_payload(rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0'), 2.0,
                         [0.0, 0.0, 0.05])
@@ -242,7 +242,7 @@ def task_space_on(node, model, enabled, region):
     config.scaling.regions[:] = [region]
     limiter.apply(config)
     space = task_space_of(Host(model), limiter)
-    space.apply(task_space.configure({**{p.name: p.default for p in task_space.PARAMS},
-                                      'mode': 'operational_space'},
-                                     types.SimpleNamespace(model=model, per_joint=None)))
+    task = {**{p.name: p.default for p in cartesian_modes.PARAMS}, 'mode': 'operational_space'}
+    space.apply(cartesian_modes.configure(task, types.SimpleNamespace(model=model,
+                                                                      per_joint=None)))
     return space

@@ -48,7 +48,7 @@ from numba.core.registry import cpu_target
 _CORE = pathlib.Path(__file__).resolve().parent
 SOURCES = sorted([_CORE / '_jit.py', _CORE / 'layout.py', _CORE / 'spatial.py',
                   _CORE / 'arguments.py', _CORE / 'limits.py', *(_CORE / 'algorithms').glob('*.py'),
-                  _CORE / 'cdr.py',
+                  _CORE / 'joint_state_cdr.py',
                   _CORE.parent / 'simulation' / 'dry_friction.py'])   # called from elsewhere
 _TYPING = cpu_target.typing_context
 ENABLED = not numba.config.DISABLE_JIT   # NUMBA_DISABLE_JIT=1: the kernels run as Python

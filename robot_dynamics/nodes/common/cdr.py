@@ -2,7 +2,7 @@
 
 A raw subscription (``create_subscription(..., raw=True)``) hands its callback the bytes
 rclpy's ``serialize_message`` makes; their layout and the compiled reader are the core's
-(``robot_dynamics.core.cdr``).
+(``robot_dynamics.core.joint_state_cdr``).
 
 ``CdrJointStateReader.read_cdr(data)`` gives what ``JointStateReader.read`` gives for the
 deserialized message, plus the stamp, in one compiled call when the names are the bytes of the
@@ -14,9 +14,9 @@ import struct
 
 import numpy as np
 
-from robot_dynamics.core.cdr import (COUNT, COUNTS, ENCAPSULATION, FRAME, FRAME_LEN, HEADER_STAMP,
-                                     INDEX, INFO, MAPPED, NAMES, NAMES_AT, NANOSEC, NONE, OFFSETS,
-                                     PLAIN, SEC, WANTED, align, layout, read_state, string_end)
+from robot_dynamics.core.joint_state_cdr import (
+    COUNT, COUNTS, ENCAPSULATION, FRAME, FRAME_LEN, HEADER_STAMP, INDEX, INFO, MAPPED, NAMES,
+    NAMES_AT, NANOSEC, NONE, OFFSETS, PLAIN, SEC, WANTED, align, layout, read_state, string_end)
 
 from .joint_states import JointStateReader
 

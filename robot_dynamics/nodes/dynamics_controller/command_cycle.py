@@ -19,7 +19,7 @@ from robot_dynamics.core.algorithms.task_law import (ACCEL, TARGET, TWIST, WRENC
 from robot_dynamics.core.arguments import workspace
 from robot_dynamics.core.limits import limit_command
 
-from robot_dynamics.core.cdr import COUNTS, OK, read_state
+from robot_dynamics.core.joint_state_cdr import COUNTS, OK, read_state
 
 GRAVITY, COMPUTED_TORQUE, TASK = 0, 1, 2   # the law
 PLAIN = -2                                 # the state is the plain path's to read

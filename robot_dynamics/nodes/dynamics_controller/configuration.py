@@ -17,10 +17,10 @@ from ..common import cdr, contact_safety, profiles
 from ..common.cdr import Float64MultiArrayWriter
 from ..common.diagnostics import inertia_health
 from ..common.parameters import ConfigError
-from . import command_cycle, speed_limiter, task_space
+from . import command_cycle, speed_limiter, cartesian_modes
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
-MODES = (GRAVITY_COMPENSATION, COMPUTED_TORQUE, *task_space.MODES)
+MODES = (GRAVITY_COMPENSATION, COMPUTED_TORQUE, *cartesian_modes.MODES)
 BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
 
 
@@ -33,7 +33,7 @@ class Config:
     max_effort_rate: float            # N m/s
     profile: profiles.Profile         # what the command and the efforts mean on this arm
     safety: contact_safety.Safety
-    task: object = None               # the task-space law of a task-space mode (task_space)
+    task: object = None               # the task-space law of a task-space mode (cartesian_modes)
     pfl: speed_limiter.LimiterConfig = None   # power and force limiting (speed_limiter.py)
     velocity_filter_cutoff: float = 0.0       # Hz, 0: the control laws get the measured q̇
 
@@ -51,7 +51,7 @@ def configure(values, arm):
     safety = contact_safety.configure(values, arm, limits)
     return Config(values['mode'], gravity, ct, np.array(limits),
                   float(values['max_effort_rate']), profiles.profile(values, arm),
-                  safety, task_space.configure(values, arm),
+                  safety, cartesian_modes.configure(values, arm),
                   speed_limiter.configure(values, arm.model,
                                           speed_limiter.contact_drive(values, kp, kd)),
                   float(values['velocity_filter_cutoff']))
@@ -97,7 +97,7 @@ def warm_up_steps(config, arm, compiled, every_mode=False):
     zero = np.zeros_like(q)
     modes = MODES if every_mode else (config.mode,)
     laws = [mode for mode in modes if mode in command_cycle.LAWS and
-            (mode not in task_space.MODES or model.tip is not None)]
+            (mode not in cartesian_modes.MODES or model.tip is not None)]
     steps = [('gravity compensation', lambda: config.gravity_compensation(q, zero)),
              ('command limits', lambda: (config.profile.command(q, zero), limit_command(
                  zero, zero.copy(), math.inf, config.effort_limits, arm.order,
@@ -106,8 +106,8 @@ def warm_up_steps(config, arm, compiled, every_mode=False):
         steps += [('computed torque', lambda: config.computed_torque(q, zero, q, zero, zero)),
                   ('trajectory check', lambda: contact_safety.warm_up_trajectories(
                       config.safety))]
-    if every_mode or config.mode in task_space.MODES:
-        steps.append(('task space', lambda: task_space.warm_up(model)))
+    if every_mode or config.mode in cartesian_modes.MODES:
+        steps.append(('task space', lambda: cartesian_modes.warm_up(model)))
     if every_mode or config.safety.detection is not None:
         steps.append(('collision detection', lambda: contact_safety.warm_up_observer(
             config.safety)))

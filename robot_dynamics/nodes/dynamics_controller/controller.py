@@ -5,7 +5,7 @@ JointGroupEffortController consumes) per accepted joint state. This module is th
 callbacks and its cycle per state, glue around its components, modules of their own here:
 configuration (parameters -> Config), reference, command_output (rate limit, clamp,
 publication), watchdog (state loss, final command), reactions (collision, unstable loop),
-task_space, speed_limiter (PFL), command_cycle (the compiled path), trajectory_action
+cartesian_modes, speed_limiter (PFL), command_cycle (the compiled path), trajectory_action
 (~/follow_joint_trajectory), controller_state (~/controller_state); contact_safety and payload
 are nodes.common's. The control laws are robot_dynamics.core.control and core.task_control.
 Behaviour, topics and parameters: doc/nodes/dynamics_controller.md.
@@ -32,7 +32,7 @@ from ..common.lifecycle import ManagedArmNode
 from ..common.process import main as run_node
 from ..common.schema import load
 from ..common.writers import GRAPH_PERIOD, discovered_writers, other_writers
-from . import (command_cycle, configuration, controller_state, speed_limiter, task_space,
+from . import (command_cycle, configuration, controller_state, speed_limiter, cartesian_modes,
                trajectory_action)
 from .command_output import CommandOutput
 from .configuration import COMPUTED_TORQUE, GRAVITY_COMPENSATION
@@ -81,7 +81,7 @@ class DynamicsController(ManagedArmNode):
         context = self.component_context(self.diagnostics, lambda: self.q_last)
         self.payload_topic = payload.subscribe(context)
         self.limiter = speed_limiter.SpeedLimiter(context)
-        self.task = task_space.TaskSpace(context, self.limiter)
+        self.task = cartesian_modes.TaskSpace(context, self.limiter)
         self.identification = payload.PayloadService(context)
         self.reactions = Reactions(context)
         self.action = trajectory_action.TrajectoryAction(   # ~/follow_joint_trajectory

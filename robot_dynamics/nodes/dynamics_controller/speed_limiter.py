@@ -20,7 +20,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 import robot_dynamics as rd
 from robot_dynamics.core import power_force_limiting as pfl
 
-from . import task_space
+from . import cartesian_modes
 from ..common.parameters import ConfigError, section
 
 PUBLISH_PERIOD = 0.01   # s: ~/speed_scaling at 100 Hz while scaling
@@ -89,10 +89,10 @@ def contact_drive(values, kp, kd):
     shaping) with its largest translational stiffness (N/m) at its damping ratio ζ.
     """
     mode, zeta = values['mode'], float(values['cartesian.damping_ratio'])
-    if mode == task_space.OPERATIONAL_SPACE and values['operational_space.inertia_shaping']:
+    if mode == cartesian_modes.OPERATIONAL_SPACE and values['operational_space.inertia_shaping']:
         k = float(max(values['operational_space.stiffness'][:3]))
         return pfl.Drive(kp=k, kd=2.0 * zeta * np.sqrt(k))
-    if mode in task_space.MODES:
+    if mode in cartesian_modes.MODES:
         return pfl.Drive(stiffness=float(max(values['cartesian.stiffness'][:3])),
                          damping_ratio=zeta)
     return pfl.Drive(kp=float(np.max(kp)), kd=float(np.max(kd)))

@@ -18,7 +18,7 @@ from robot_dynamics.core.algorithms.momentum import (advance_residual, damped_wr
                                                      momentum_state)
 from robot_dynamics.core.arguments import all_finite
 
-from robot_dynamics.core.cdr import COUNTS, OK, read_state
+from robot_dynamics.core.joint_state_cdr import COUNTS, OK, read_state
 
 PLAIN, NON_FINITE = -2, -1
 

@@ -1,4 +1,4 @@
-"""task_space's message handling without DDS: targets in model frames, the streamed velocity.
+"""cartesian_modes's message handling without DDS: targets in model frames, the streamed velocity.
 
 A stand-in host gives TaskSpace its Context (newest q, parameter values) and records what it
 would count or warn. References: rd.frame_pose of the model (the
@@ -15,7 +15,7 @@ from scipy.spatial.transform import Rotation
 
 import robot_dynamics as rd
 from robot_dynamics.nodes.common.context import Context
-from robot_dynamics.nodes.dynamics_controller import task_space
+from robot_dynamics.nodes.dynamics_controller import cartesian_modes
 from robot_dynamics.nodes.common.parameters import ConfigError, check
 
 Q = np.array([0.0, -0.4, 0.0, -2.1, 0.0, 1.7, 0.8])
@@ -49,7 +49,7 @@ class Host:
 
 def task_space_of(host, limiter=None):
     """A TaskSpace on ``host``'s Context (and its stand-in limiter unless one is given)."""
-    space = task_space.TaskSpace(host.context(), limiter or host.limiter)
+    space = cartesian_modes.TaskSpace(host.context(), limiter or host.limiter)
     space.host = host
     return space
 
@@ -57,11 +57,11 @@ def task_space_of(host, limiter=None):
 @pytest.fixture
 def task():
     model = rd.load_urdf(rd.robot_urdf('panda'), 'panda_link0', 'panda_hand_tcp')
-    values = {p.name: p.default for p in task_space.PARAMS}
+    values = {p.name: p.default for p in cartesian_modes.PARAMS}
     values['mode'] = 'cartesian_impedance'
     arm = types.SimpleNamespace(model=model, per_joint=None)
     space = task_space_of(Host(model))
-    space.apply(task_space.configure(values, arm))
+    space.apply(cartesian_modes.configure(values, arm))
     space.hold(Q)
     return space
 
@@ -151,8 +151,8 @@ def test_a_stream_of_stamped_targets_sets_the_target_velocity(task):
     ('cartesian.damping_ratio', 0.0, 'damping_ratio > 0')])
 def test_configure_rejects_with_a_reason(name, value, reason):
     model = rd.load_urdf(rd.robot_urdf('ur5e'), 'base_link', 'tool0')
-    values = {p.name: p.default for p in task_space.PARAMS}
+    values = {p.name: p.default for p in cartesian_modes.PARAMS}
     values.update({'mode': 'operational_space', 'cartesian.max_velocity': [0.5, 1.0], name: value})
     with pytest.raises(ConfigError, match=reason):   # as the node: the schema's rules first
-        check(task_space.PARAMS, values)
-        task_space.configure(values, types.SimpleNamespace(model=model))
+        check(cartesian_modes.PARAMS, values)
+        cartesian_modes.configure(values, types.SimpleNamespace(model=model))
