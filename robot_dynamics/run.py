@@ -218,7 +218,7 @@ def main(argv=None):
                         if n not in ended)
     print(f'stopped in {time.monotonic() - stopping:.1f} s: {stopped or "nothing else ran"}',
           file=sys.stderr, flush=True)
-    return 1 if any(ended.values()) else 0
+    return 1 if died else 0
 
 
 if __name__ == '__main__':

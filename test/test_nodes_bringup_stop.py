@@ -91,11 +91,19 @@ class BringUp:
         [pid] = [p for p, cmd in self.nodes.items() if f'nodes.{executable} ' in cmd]
         return pid
 
-    def wait(self, timeout=60.0):
-        """(exit status, seconds since the call)."""
-        start = time.monotonic()
-        code = self.process.wait(timeout)
-        return code, time.monotonic() - start
+    def stop_under_load(self, stop):
+        """Once ready, with both cores busy: ``stop()``; (exit status, seconds it took)."""
+        try:
+            self.wait_ready()
+            with cpu_load():
+                time.sleep(2.0)
+                start = time.monotonic()
+                stop()
+                code = self.process.wait(60.0)
+                return code, time.monotonic() - start
+        finally:
+            if self.process.poll() is None:
+                os.killpg(self.process.pid, signal.SIGKILL)
 
     def stop_time(self):
         """The runner's 'stopped in X s: ...' line: (X, the rest)."""
@@ -107,18 +115,10 @@ class BringUp:
 @pytest.mark.parametrize('how', ['ctrl-c', 'SIGTERM to the runner'])
 def test_a_loaded_bringup_stops_cleanly_within_launchs_5_s(tmp_path, how):
     run = BringUp(tmp_path)
-    try:
-        run.wait_ready()
-        with cpu_load():
-            time.sleep(2.0)
-            if how == 'ctrl-c':
-                os.killpg(run.process.pid, signal.SIGINT)
-            else:
-                run.process.send_signal(signal.SIGTERM)
-            code, took = run.wait()
-    finally:
-        if run.process.poll() is None:
-            os.killpg(run.process.pid, signal.SIGKILL)
+    if how == 'ctrl-c':
+        code, took = run.stop_under_load(lambda: os.killpg(run.process.pid, signal.SIGINT))
+    else:
+        code, took = run.stop_under_load(lambda: run.process.send_signal(signal.SIGTERM))
     output = run.output()
     assert code == 0, output[-3000:]
     seconds, statuses = run.stop_time()
@@ -133,15 +133,8 @@ def test_a_loaded_bringup_stops_cleanly_within_launchs_5_s(tmp_path, how):
 
 def test_a_killed_controller_leaves_the_simulated_drive_time_to_stop_the_arm(tmp_path):
     run = BringUp(tmp_path)
-    try:
-        run.wait_ready()
-        with cpu_load():
-            time.sleep(2.0)
-            os.kill(run.node('dynamics_controller'), signal.SIGKILL)
-            code, took = run.wait()
-    finally:
-        if run.process.poll() is None:
-            os.killpg(run.process.pid, signal.SIGKILL)
+    code, took = run.stop_under_load(
+        lambda: os.kill(run.node('dynamics_controller'), signal.SIGKILL))
     output = run.output()
     assert code == 1, output[-3000:]
     grace = f'in {bringup.STOP_GRACE:g} s'
