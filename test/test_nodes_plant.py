@@ -147,7 +147,9 @@ def test_day_one_figures_show_the_model_mismatch(arm):
           f'{drift:.3g} rad in 5 s; computed torque {STEP} rad step steady error RMS '
           f'{steady_rms:.2e} max {steady_max:.2e} rad; wrench bias {bias:.3g} N, '
           f'{PUSH:.0f} N push error {push_error:.3g} N')
-    assert drift > 0.05
+    # ten times the nominal plant's bound; how far it gets in 5 s depends on how long it moved
+    # before the window (friction and the joint limits stop it): 0.04-0.1 rad in CI runs
+    assert drift > 0.01
     # off by friction and model error, yet holding the step
     assert 3e-4 < steady_rms < 0.1, arm.simulator.log('arm_simulator') + arm.nodes.logs()
     assert bias > 0.3
