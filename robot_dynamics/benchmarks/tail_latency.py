@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -153,6 +154,8 @@ def main(argv=None):
     parser.add_argument('--priority', type=int, default=50, help='SCHED_FIFO priority')
     parser.add_argument('--out', default='benchmark_results', help='output directory')
     args = parser.parse_args(argv)
+    if shutil.which('stress-ng') is None:
+        parser.error('stress-ng is not installed: apt-get install stress-ng (Debian, Ubuntu)')
     results = dict(machine=machine(), seconds=args.seconds, stress_cpus=args.cpus,
                    priority=args.priority,
                    settings=run_all(args.seconds, args.cpus, args.priority))
