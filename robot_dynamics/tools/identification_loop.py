@@ -45,6 +45,7 @@ from robot_dynamics.nodes.common.joint_states import stamp_of, state_qos, trajec
 
 STEP, PUSH, DRIFT = 0.15, 15.0, 5.0   # rad, N, s
 KNOT = 0.02
+EXCITE_TIMEOUT = 400.0   # s: excite + fit, a bound for a hung run (a minute is usual)
 NODES = ('dynamics_controller', 'wrench_estimator')
 
 
@@ -187,7 +188,12 @@ def excite(env, args, q0):
                '--output', str(work / f'excitation_{args.engine}.npz'), '--timeout', '60',
                *shlex.split(args.excite),
                '--fit', '--fit-args', *shlex.split(args.fit), '-o', str(fitted)]
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    try:
+        result = subprocess.run(command, env=env, capture_output=True, text=True,
+                                timeout=EXCITE_TIMEOUT)
+    except subprocess.TimeoutExpired as late:
+        print(f'{late.stdout or ""}{late.stderr or ""}', flush=True)
+        raise RuntimeError(f'excite ran over {EXCITE_TIMEOUT:.0f} s') from None
     print(result.stdout + result.stderr, flush=True)
     if result.returncode:
         raise RuntimeError(f'excite failed with status {result.returncode}')
