@@ -139,6 +139,8 @@ def expected_rows(results, header):
     if header[0].startswith('to the first output'):
         return [(r['case'], r) for r in results['starts']] + [
             ('python -m robot_dynamics.compile (every node, every mode)', results)]
+    if header[0] == 'setting':
+        return [(None, f) for per_node in results['settings'].values() for f in per_node.values()]
     if header[0] == 'control law':
         return [(r['law'], r) for r in results['control']]
     if header[0] == 'process':

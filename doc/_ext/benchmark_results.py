@@ -4,8 +4,8 @@
 ``benchmarks/results/`` (the JSON ``make bench`` and ``make bench-nodes`` write) with the tables
 the benchmark itself prints (``robot_dynamics.benchmarks.report``), under a line naming the date,
 the machine and the file, so the performance page cannot drift from the measurements.
-Sections: single, control, batch, complexity, startup, nodes, readers, callbacks (one file), and
-ratios (ours / the peer's per function, one column per file).
+Sections: single, control, batch, complexity, startup, starts, tail, nodes, readers, callbacks
+(one file), and ratios (ours / the peer's per function, one column per file).
 """
 import json
 import pathlib
@@ -27,6 +27,7 @@ SECTIONS = {
                    lambda r: report.complexity_table(r['complexity'], r['exponents'])),
     'startup': ('startup', lambda r: report.startup_table(r['startup'])),
     'starts': ('starts', report.starts_table),
+    'tail': ('settings', report.tail_table),
     'nodes': ('summary', lambda r: report.node_table(r['summary'])),
     'readers': ('readers', lambda r: report.reader_table(r['readers'])),
     'callbacks': ('callbacks', lambda r: report.callback_table(r['callbacks'])),

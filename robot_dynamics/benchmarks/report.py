@@ -59,6 +59,16 @@ def starts_table(results):
     return table([f"to the first output, on {results['arm']}", 'cold s', 'warm s'], rows)
 
 
+def tail_table(results):
+    """benchmarks.tail_latency: per setting and node, state -> reply latency and late cycles."""
+    rows = [[setting, LABELS.get(label, label), f"{f['median_us']:.0f}", f"{f['p99_us']:.0f}",
+             f"{f['p999_us']:.0f}", f"{f['worst_us']:.0f}", f"{f['late']} of {f['cycles']}",
+             f"{f['lost']}", f"{f['cpu_us']:.0f}"]
+            for setting, per_node in results['settings'].items() for label, f in per_node.items()]
+    return table(['setting', 'node', 'median µs', 'p99 µs', 'p99.9 µs', 'worst µs',
+                  'cycles > 2 ms', 'lost', 'CPU µs/cycle'], rows)
+
+
 # the node benchmark's tables (robot_dynamics.benchmarks.nodes), here so that the manual
 # renders them without importing rclpy
 LABELS = {'minimal': 'minimal rclpy node (a)', 'minimal_raw': 'raw minimal node (b)',
