@@ -44,7 +44,7 @@ test-nojit: venv
 	[ $$rc -ne 5 ] || echo "make test-nojit: no test is marked nojit" >&2; exit $$rc
 
 # The manual (doc/, Sphinx) into build/doc, warnings as errors; make test builds it the same way
-# (test/test_docs.py), so a docs warning fails CI.
+# (test/package/test_docs.py), so a docs warning fails CI.
 docs: venv
 	$(PY) -m sphinx -W --keep-going -q -b html doc build/doc
 

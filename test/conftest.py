@@ -25,31 +25,41 @@ def pytest_configure(config):
     config.addinivalue_line('markers', 'flake8: flake8 compliance (ament_flake8)')
     config.addinivalue_line('markers', 'pep257: docstring style (ament_pep257)')
     config.addinivalue_line('markers', 'dds: starts node processes on DDS (make test-unit skips '
-                                       'them); set on every test of such a module')
+                                       'them); set on every test that uses the ros fixture')
 
 
-# Modules that start nodes without the harness (through robot_dynamics.run or a script)
-DDS_MODULES = {'test_dds_loopback', 'test_demo', 'test_identification_loop', 'test_nodes_launch',
-               'test_nodes_soak', 'test_nodes_warm_up', 'test_nodes_cold_start',
-               'test_nodes_bringup_stop', 'test_node_lifetime'}
+DDS = 'ros'   # the fixture of the tests that start node processes on DDS
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark ``dds`` every test of a module that imports ros_harness or is in DDS_MODULES.
+    """Mark ``dds`` every test that uses the ``ros`` fixture (itself or through another).
 
-    Then order the modules longest first, roughly: those with a ``slow`` test, the other DDS
-    modules, the rest (each keeps its own order). make test gives pytest-xdist's workers a
-    module at a time in this order, so that they run the long ones first and end together.
+    A test that starts node processes without the harness (through robot_dynamics.run or a
+    script) says so itself, ``@pytest.mark.dds``. Then order the modules longest first, roughly:
+    those with a ``slow`` test, those with a ``dds`` test, the rest (each keeps its own order).
+    make test gives pytest-xdist's workers a module at a time in this order, so that they run
+    the long ones first and end together.
     """
-    dds = {}
     for item in items:
-        path = item.path
-        if path not in dds:
-            dds[path] = path.stem in DDS_MODULES or 'ros_harness' in path.read_text()
-        if dds[path]:
+        if DDS in item.fixturenames:
             item.add_marker(pytest.mark.dds)
     slow = {item.path for item in items if item.get_closest_marker('slow')}
-    items.sort(key=lambda item: (item.path not in slow, not dds[item.path]))
+    dds = {item.path for item in items if item.get_closest_marker('dds')}
+    items.sort(key=lambda item: (item.path not in slow, item.path not in dds))
+
+
+@pytest.fixture(scope='module')
+def ros():
+    """The module's DDS session (ros_harness.session): its tests launch node processes."""
+    from ros_harness import session
+    return session()
+
+
+@pytest.fixture(scope='module')
+def ros_in_process():
+    """The same session, for tests whose nodes are built in the test's process (not ``dds``)."""
+    from ros_harness import session
+    return session()
 
 
 @pytest.fixture(autouse=True, scope='module')
