@@ -26,12 +26,6 @@ def test_ratios_are_taken_within_each_round():
     assert row.startswith('| dynamics_controller, computed_torque | 250 | 1.75 (1.50–2.00) |')
 
 
-@pytest.fixture(scope='module')
-def ros():
-    from ros_harness import session
-    return session()
-
-
 @pytest.mark.parametrize('label', ['minimal', 'minimal_raw'])
 def test_ping_pong_answers_every_state(ros, tmp_path, label):
     target = next(t for t in nodes.targets(tmp_path) if t.label == label)
@@ -48,7 +42,7 @@ def test_ping_pong_answers_every_state(ros, tmp_path, label):
     assert result['cpu_us'] >= 0 and 0 < result['median_us'] <= result['p99_us']
 
 
-def test_callback_costs_serve_every_state_on_both_paths(ros):
+def test_callback_costs_serve_every_state_on_both_paths(ros_in_process):
     """The in-process callback measurement runs on the controller as it is (no timing asserted).
 
     Each mode's states are served (none rejected: ``callback_costs`` asserts it) on both paths.

@@ -92,7 +92,7 @@ class Twin:
 
 
 @pytest.mark.parametrize('config', CONFIGS)
-def test_the_fast_path_publishes_the_plain_paths_states(ros, config):
+def test_the_fast_path_publishes_the_plain_paths_states(ros_in_process, config):
     twin = Twin(CONFIGS[config])
     try:
         plain, fast = twin.nodes

@@ -18,10 +18,10 @@ import robot_dynamics as rd
 from robot_dynamics.nodes.dynamics_controller import DynamicsController
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 
-pytestmark = pytest.mark.dds   # its checks start node processes (they import ros_harness)
 CHECKS = pathlib.Path(__file__).with_name('lifecycle_checks.py')
 
 
+@pytest.mark.dds   # its checks start node processes
 def test_lifecycle_transitions_over_dds():
     done = subprocess.run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
                            '--timeout=300', str(CHECKS)], capture_output=True, text=True,
@@ -32,9 +32,9 @@ def test_lifecycle_transitions_over_dds():
 
 
 @pytest.mark.parametrize('node_class', [DynamicsController, WrenchEstimator])
-def test_a_destroyed_managed_node_leaves_the_graph(ros, node_class):
+def test_a_destroyed_managed_node_leaves_the_graph(ros_in_process, node_class):
     """rclpy's lifecycle state machine holds the node: destroy_node releases it too."""
-    probe = ros.probe
+    probe = ros_in_process.probe
     values = {'robot_description': pathlib.Path(rd.robot_urdf('panda')).read_text()}
     if node_class is DynamicsController:
         values['mode'] = 'gravity_compensation'

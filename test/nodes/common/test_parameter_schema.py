@@ -24,7 +24,6 @@ from robot_dynamics.nodes.common.schema import ConfigError, Param, check, violat
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from robot_dynamics.simulation import ENGINES
 
-
 FOLDERS = pathlib.Path(__file__).resolve().parents[3] / 'robot_dynamics' / 'nodes'
 NODES = {'dynamics_controller': DynamicsController, 'wrench_estimator': WrenchEstimator,
          'arm_simulator': ArmSimulator}

@@ -38,16 +38,16 @@ class Timed(ArmNode):
         pass
 
 
-def test_a_1_hz_timer_is_called_once_a_second_of_the_arm_s_clock(ros):
+def test_a_1_hz_timer_is_called_once_a_second_of_the_arm_s_clock(ros_in_process):
     node = Timed('timed', parameter_overrides=[Parameter('use_sim_time', value=True)])
     calls = []
     node.create_timer(1.0, lambda: calls.append(node.seconds()))
     node.create_subscription(Empty, 'stall', lambda _: time.sleep(STALL), 10)
     node.create_subscription(Empty, 'busy', lambda _: busy_for(BUSY), 100)
-    clock = ros.probe.create_publisher(
+    clock = ros_in_process.probe.create_publisher(
         Clock, '/clock', QoSProfile(depth=1, reliability=ReliabilityPolicy.BEST_EFFORT))
-    stall = ros.probe.create_publisher(Empty, 'stall', 10)
-    busy = ros.probe.create_publisher(Empty, 'busy', 100)
+    stall = ros_in_process.probe.create_publisher(Empty, 'stall', 10)
+    busy = ros_in_process.probe.create_publisher(Empty, 'busy', 100)
     spinner = executor()
     spinner.add_node(node)
     stopped = threading.Event()
@@ -76,7 +76,7 @@ def test_a_1_hz_timer_is_called_once_a_second_of_the_arm_s_clock(ros):
         stopped.set()
         thread.join(5.0)
         spinner.shutdown()
-        ros.probe.remove_publishers(clock, stall, busy)
+        ros_in_process.probe.remove_publishers(clock, stall, busy)
         node.destroy_node()
     # a call is late by at most the arm's time a stall lets pass (~0.5 s here), never early
     gaps = np.diff(calls)

@@ -313,7 +313,7 @@ def test_diagnostics_and_markers(arm):
     assert (arrow.color.r, arrow.color.g) == pytest.approx(speed_limiter.GREEN[:2])
 
 
-def test_the_marker_timer_runs_only_while_someone_subscribes(ros):
+def test_the_marker_timer_runs_only_while_someone_subscribes(ros_in_process):
     """~/pfl_markers: a timer at pfl.marker_rate while subscribed, none otherwise.
 
     An in-process controller (test_nodes_fuzz's) spun here; the probe subscribes and leaves.
@@ -329,11 +329,11 @@ def test_the_marker_timer_runs_only_while_someone_subscribes(ros):
             executor.spin_once(timeout_sec=0.05)
     try:
         assert limiter.marker_timer is None
-        markers = ros.probe.record(MarkerArray, '/fuzz/dynamics_controller/pfl_markers')
+        markers = ros_in_process.probe.record(MarkerArray, '/fuzz/dynamics_controller/pfl_markers')
         spin_until(lambda: limiter.marker_timer is not None)
         rate = h.node.values['pfl.marker_rate']
         assert limiter.marker_timer.timer_period_ns == round(1e9 / rate)
-        ros.probe.stop_recording(markers)
+        ros_in_process.probe.stop_recording(markers)
         spin_until(lambda: limiter.marker_timer is None)
     finally:
         executor.shutdown()
