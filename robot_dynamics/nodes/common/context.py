@@ -17,7 +17,7 @@ class Context:
     logger: Any                      # rclpy logger
     warn: Callable[[str], None]      # a warning, throttled per text
     clock: Any                       # the node's rclpy Clock (/clock under use_sim_time)
-    seconds: Callable[[], float]     # the node's time for intervals, s
+    monotonic_time: Callable[[], float]   # the node's time for intervals, s
     newest_state: Callable[[], Any]  # q of the newest accepted joint state (None: none yet)
     diagnostics: Any                 # the node's counters (Diagnostics.count)
     create_publisher: Callable

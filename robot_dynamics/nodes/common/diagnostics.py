@@ -4,7 +4,7 @@ A node counts what happened (``count``), times its work (``time``) and, once a s
 one DiagnosticStatus with the message rate, latency percentiles, its counters and the values
 of its model-health checks (``report``). Values are strings, as the message wants.
 
-The period and the rate are on the node's clock (its timer, ``ArmNode.seconds``: /clock under
+The period and the rate are on the node's clock (its timer, ``ArmNode.monotonic_time``: /clock under
 use_sim_time); the latencies ``time`` records are what the node measured (wall time).
 """
 import collections
@@ -62,7 +62,7 @@ class Diagnostics:
         self.counts = collections.Counter({c: 0 for c in counters})
         self.latency = Percentiles(latencies)
         self.max_latency, self._maxed = np.zeros(len(latencies)), 0   # folded in at each report
-        self._received, self._since = 0, node.seconds()
+        self._received, self._since = 0, node.monotonic_time()
         self.last_rate = 0.0   # the rate of the report being made (the node's health reads it)
         self._stamp = None     # the last report's
         node.create_timer(period, self.publish)
@@ -81,7 +81,7 @@ class Diagnostics:
 
         0 when the window began before the node had a time (use_sim_time, no /clock yet).
         """
-        now = self.node.seconds()
+        now = self.node.monotonic_time()
         rate = self._received / max(now - self._since, 1e-9) if self._since else 0.0
         self._received, self._since = 0, now
         return rate

@@ -111,14 +111,14 @@ def to_array(x):
     return array.array('d', np.ascontiguousarray(x, dtype=float).tobytes())
 
 
-def seconds(stamp):
+def to_seconds(stamp):
     """Seconds of a builtin_interfaces/Time or Duration (0.0 for an unset stamp)."""
     return stamp.sec + 1e-9 * stamp.nanosec
 
 
 def stamp_of(msg):
     """Seconds of a stamped message's header stamp."""
-    return seconds(msg.header.stamp)
+    return to_seconds(msg.header.stamp)
 
 
 def wrench_message(frame_id, wrench):

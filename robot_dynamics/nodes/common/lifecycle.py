@@ -116,7 +116,7 @@ class ManagedArmNode(LifecycleNodeMixin, ArmNode):
         """
         state = (self.reader.read_cdr if serialized else self.reader.read_stamped)(msg)
         if state is None:
-            self.foreign_state(self.reader.message_names, ours_at, self.seconds())
+            self.foreign_state(self.reader.message_names, ours_at, self.monotonic_time())
         return state
 
     def start(self):

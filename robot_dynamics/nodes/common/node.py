@@ -6,11 +6,11 @@ the proposed values, so a bad value is rejected with the function's reason and t
 the configuration it had (see ``ArmNode``).
 
 Time: every interval that decides behaviour (a timeout, a rate limit's Δt, a window) is read
-from ``ArmNode.seconds``, and every comparison with a joint state's stamp from
+from ``ArmNode.monotonic_time``, and every comparison with a joint state's stamp from
 ``ArmNode.clock_time``. With ``use_sim_time`` (rclpy's parameter, read at start: a change is
 refused) both are the newest /clock time, e.g. arm_simulator's: time stands still while /clock
-does. Without it, ``seconds`` is the monotonic wall clock (ROS time would be the system clock,
-which NTP may step) and ``clock_time`` the system clock, what stamps are compared against.
+does. Without it, ``monotonic_time`` is the monotonic wall clock (ROS time would be the system
+clock, which NTP may step) and ``clock_time`` the system clock, what stamps are compared against.
 rclpy's timers (``create_timer``) run on the node's ROS clock, so on /clock under use_sim_time,
 once per due time (``timers``: Kilted's events executor may call a due timer in a burst).
 Wall time stays only where a node measures itself: its CPU time per message, its latency, its
@@ -107,7 +107,7 @@ class ArmNode(Node, metaclass=abc.ABCMeta):
         Late bound: a component sees the values and the clock the node has when it asks.
         """
         return Context(self.get_name(), lambda: self.values, self.get_logger(), self.warn,
-                       self.get_clock(), lambda: self.seconds(), newest_state, diagnostics,
+                       self.get_clock(), lambda: self.monotonic_time(), newest_state, diagnostics,
                        self.create_publisher, self.create_subscription, self.create_timer,
                        self.destroy_timer, self.create_service, lambda: self.arm,
                        self.set_parameters_atomically,
@@ -117,7 +117,7 @@ class ArmNode(Node, metaclass=abc.ABCMeta):
         """rclpy's timer on the node's clock, its callback run once per due time (``timers``)."""
         return called_when_due(super().create_timer, timer_period_sec, callback, *args, **kwargs)
 
-    def seconds(self):
+    def monotonic_time(self):
         """The node's time for intervals, s: /clock's under use_sim_time, else monotonic."""
         if self.sim_time:
             return self.get_clock().now().nanoseconds * 1e-9

@@ -27,7 +27,7 @@ from robot_dynamics.core.algorithms.task_law import modal_gains
 from robot_dynamics.core.task_control import (CartesianImpedance, OperationalSpace,
                                               pose_interpolation)
 
-from ..common.joint_states import BadInput, all_finite, seconds
+from ..common.joint_states import BadInput, all_finite, to_seconds
 from ..common.parameters import ConfigError, section, vector
 from .loop_health import CRITICAL
 
@@ -313,7 +313,7 @@ class TaskSpace:
         except BadInput as error:
             self.reject(f'target_pose ignored: {error}')
             return
-        self.stream(pose_d, seconds(msg.header.stamp) or None)
+        self.stream(pose_d, to_seconds(msg.header.stamp) or None)
         p = np.round(pose_d[:3, 3], 4).tolist()
         self.context.logger.info(f'target_pose: tip to {p} m (base frame)',
                                  throttle_duration_sec=1.0)
@@ -331,7 +331,7 @@ class TaskSpace:
             self.path = [(stamp, pose_d)]
         else:
             self.twist_d = rd.pose_error(pose_d, self.path[-1][1]) / dt
-            self.twist_until = self.context.seconds() + 2.0 * dt
+            self.twist_until = self.context.monotonic_time() + 2.0 * dt
             self.path.append((stamp, pose_d))
         self.stamp_d = stamp
         if on_time:   # the newest pose is the target (else target() moves it on the clock)
@@ -349,7 +349,7 @@ class TaskSpace:
         if not self.scaled():
             limiter.observe(q, v)
             return self.pose_d, self.target_twist(), None
-        streaming = self.context.seconds() < self.twist_until
+        streaming = self.context.monotonic_time() < self.twist_until
         s_before = limiter.s
         nominal = self.nominal_twist() if streaming or late else np.zeros(6)
         s = limiter.task_scale(q, v, self.law.frame, nominal, dt)
@@ -393,7 +393,7 @@ class TaskSpace:
 
     def target_twist(self):
         """ẋ_d while a stream of targets lasts, else None (zero)."""
-        return self.twist_d if self.context.seconds() < self.twist_until else None
+        return self.twist_d if self.context.monotonic_time() < self.twist_until else None
 
     def on_target_wrench(self, msg):
         w = msg.wrench

@@ -27,7 +27,7 @@ from robot_dynamics.core.collision import Reaction
 from ..common import cdr, contact_safety, payload
 from ..common.cdr import CdrJointStateReader
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, inertia_health
-from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, seconds
+from ..common.joint_states import COMMAND_QOS, BadInput, JointStateReader, all_finite, to_seconds
 from ..common.lifecycle import ManagedArmNode
 from ..common.process import main as run_node
 from ..common.schema import load
@@ -65,7 +65,7 @@ class DynamicsController(ManagedArmNode):
         self.started = time.monotonic()   # discovery of the command topic's writers (writers)
         super().__init__(self.NAME, **options)
         self.diagnostics = Diagnostics(self, 'effort commands', COUNTERS, ('compute', 'state_age'))
-        self.watchdog = StateWatchdog(self.create_timer, lambda: self.seconds(),
+        self.watchdog = StateWatchdog(self.create_timer, lambda: self.monotonic_time(),
                                       self.ramp_to_final, self.stopped_commanding)
         self.publisher = None   # created while active: an inactive controller is no writer
         self.output = CommandOutput(
@@ -177,7 +177,7 @@ class DynamicsController(ManagedArmNode):
         if header is None:
             return None
         sec, nanosec = header
-        t, now = sec + 1e-9 * nanosec, self.seconds()
+        t, now = sec + 1e-9 * nanosec, self.monotonic_time()
         if not t or self.stamp_error(t, now) is not None:
             return None
         stamp = sec * 10**9 + nanosec
@@ -207,7 +207,7 @@ class DynamicsController(ManagedArmNode):
         if state is None:
             return None
         q, v, effort, (sec, nanosec) = state
-        t, now = (sec + 1e-9 * nanosec) or self.clock_time(), self.seconds()
+        t, now = (sec + 1e-9 * nanosec) or self.clock_time(), self.monotonic_time()
         error = self.stamp_error(t, now)
         if error is not None:
             raise BadInput(error)
@@ -215,7 +215,7 @@ class DynamicsController(ManagedArmNode):
         self.detect_collision(q, v, effort, t)
         tau = self.control(q, v, t)
         # exact differences of stamps: integer nanoseconds
-        if not self.output.publish(tau, q, self.seconds(), (sec * 10**9 + nanosec) or None):
+        if not self.output.publish(tau, q, self.monotonic_time(), (sec * 10**9 + nanosec) or None):
             return None
         return t, q, v, (sec, nanosec)
 
@@ -313,7 +313,7 @@ class DynamicsController(ManagedArmNode):
 
     def start_trajectory(self, msg):
         """A JointTrajectory (topic, action): its TimedTrajectory (None: empty, hold); BadInput."""
-        start = trajectory_start(seconds(msg.header.stamp), self.t_last, self.warn)
+        start = trajectory_start(to_seconds(msg.header.stamp), self.t_last, self.warn)
         if not msg.points:
             self.hold()
             self.get_logger().info('empty joint_trajectory: holding the current position')
@@ -417,7 +417,7 @@ class DynamicsController(ManagedArmNode):
     def ramp_to_final(self):
         """One step, at max_effort_rate, toward the final command g(q_last); True once there."""
         return self.output.ramp_to(self.config.gravity_compensation(self.q_last), self.q_last,
-                                   self.seconds())
+                                   self.monotonic_time())
 
     def stopped_commanding(self):
         self.diagnostics.count('timeouts')

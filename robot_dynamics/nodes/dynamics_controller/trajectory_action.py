@@ -17,7 +17,7 @@ from rclpy.action import CancelResponse, GoalResponse
 from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from ..common.joint_states import BadInput, seconds, to_array
+from ..common.joint_states import BadInput, to_seconds, to_array
 
 FEEDBACK_PERIOD = 0.02   # s of state time between feedback messages: 50 Hz
 ACTION = '~/follow_joint_trajectory'
@@ -160,9 +160,9 @@ class TrajectoryAction:
             raise Refused(codes.INVALID_GOAL, 'tracking needs mode computed_torque, joint states '
                                               'and no latched stop (~/reset)')
         timed = self.start_trajectory(request.trajectory)
-        time_tolerance = seconds(request.goal_time_tolerance) \
+        time_tolerance = to_seconds(request.goal_time_tolerance) \
             or values['trajectory_action.goal_time_tolerance']
-        times = [seconds(p.time_from_start) for p in request.trajectory.points]
+        times = [to_seconds(p.time_from_start) for p in request.trajectory.points]
         return Goal(handle, timed, path, goal, time_tolerance, np.array(times))
 
     def served(self, t, q, v):

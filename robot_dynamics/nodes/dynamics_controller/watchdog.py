@@ -22,8 +22,8 @@ class StateWatchdog:
     newest accepted state (``accepted``).
     """
 
-    def __init__(self, create_timer, seconds, ramp, stopped):
-        self.seconds, self.ramp, self.stopped = seconds, ramp, stopped
+    def __init__(self, create_timer, monotonic_time, ramp, stopped):
+        self.monotonic_time, self.ramp, self.stopped = monotonic_time, ramp, stopped
         self.timeout = None
         self.commanding, self.last_state, self.due = False, None, None
         self.timer = create_timer(STALE_TICK, self.check)
@@ -33,7 +33,7 @@ class StateWatchdog:
         """A new state_timeout; while commanding, the next check soon."""
         self.timeout = timeout
         if self.commanding:
-            self.schedule(self.seconds(), STALE_TICK)
+            self.schedule(self.monotonic_time(), STALE_TICK)
 
     def accepted(self, now):
         self.last_state = now
@@ -49,7 +49,7 @@ class StateWatchdog:
         if not self.commanding:
             self.timer.cancel()
             return
-        now = self.seconds()
+        now = self.monotonic_time()
         left = self.last_state + self.timeout - now
         if left > 0.0 or now - self.due > LATE:
             self.schedule(now, left if left > 0.0 else STALE_TICK)

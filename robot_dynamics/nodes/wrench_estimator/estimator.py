@@ -77,7 +77,7 @@ class WrenchEstimator(ManagedArmNode):
     def __init__(self, **options):
         self.config = self.observer = self.reader = self.cycle = None
         self.last_stamp = self.q_last = None
-        self.last_state = None   # the node's seconds() at the last accepted state
+        self.last_state = None   # the node's monotonic_time() at the last accepted state
         self.conditioning, self.checked_at = None, -np.inf
         self.residual = StaticResidual()
         super().__init__(self.NAME, **options)
@@ -230,7 +230,7 @@ class WrenchEstimator(ManagedArmNode):
 
     def accept(self, q, stamp):
         """The state at q stamped ``stamp`` is the newest the observer integrated."""
-        self.last_stamp, self.q_last, self.last_state = stamp, q, self.seconds()
+        self.last_stamp, self.q_last, self.last_state = stamp, q, self.monotonic_time()
 
     def after(self, received, stamp, tau_ext, q, v, effort):
         """What every published estimate is followed by: checks, collision detection, timing."""
@@ -247,7 +247,7 @@ class WrenchEstimator(ManagedArmNode):
 
     def check_singularity(self, q, v, effort):
         """Every 0.1 s: σ_min/σ_max of J (warn below SINGULAR) and the static residual."""
-        now = self.seconds()
+        now = self.monotonic_time()
         if now - self.checked_at < 0.1:
             return
         self.checked_at = now

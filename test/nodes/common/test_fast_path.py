@@ -114,7 +114,7 @@ class Twin:
         values = {**params, 'robot_description': URDF, 'state_timeout': 0.1}
         node = node_class(namespace=namespace, parameter_overrides=[
             Parameter(k, value=v) for k, v in values.items()])
-        node.seconds = lambda: self.clock
+        node.monotonic_time = lambda: self.clock
         return node
 
     def now(self):

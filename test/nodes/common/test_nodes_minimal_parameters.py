@@ -259,7 +259,7 @@ def in_process(node_class, name, **values):
     node = node_class(namespace=f'/minimal_{name}', parameter_overrides=[
         Parameter(k, value=v) for k, v in values.items()])
     node.clock, node.logger = 1000.0, mock.Mock()
-    node.seconds = lambda: node.clock
+    node.monotonic_time = lambda: node.clock
     node.get_logger = lambda: node.logger
     return node
 

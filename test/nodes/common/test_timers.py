@@ -41,7 +41,7 @@ class Timed(ArmNode):
 def test_a_1_hz_timer_is_called_once_a_second_of_the_arm_s_clock(ros_in_process):
     node = Timed('timed', parameter_overrides=[Parameter('use_sim_time', value=True)])
     calls = []
-    node.create_timer(1.0, lambda: calls.append(node.seconds()))
+    node.create_timer(1.0, lambda: calls.append(node.monotonic_time()))
     node.create_subscription(Empty, 'stall', lambda _: time.sleep(STALL), 10)
     node.create_subscription(Empty, 'busy', lambda _: busy_for(BUSY), 100)
     clock = ros_in_process.probe.create_publisher(

@@ -34,14 +34,14 @@ class Host:
         self.warnings, self.counts = [], []
         self.limiter = types.SimpleNamespace(enabled=False, s=1.0, observe=lambda q, v: None)
 
-    def seconds(self):
-        """The node's time for intervals (ArmNode.seconds): the wall clock here."""
+    def monotonic_time(self):
+        """The node's time for intervals (ArmNode.monotonic_time): the wall clock here."""
         return time.monotonic()
 
     def context(self):
         logger = types.SimpleNamespace(info=lambda *a, **k: None, error=lambda *a, **k: None)
         return Context('task_space_test', lambda: self.values, logger, self.warnings.append,
-                       None, lambda: self.seconds(), lambda: self.q_last,
+                       None, lambda: self.monotonic_time(), lambda: self.q_last,
                        types.SimpleNamespace(count=self.counts.append),
                        lambda *a, **k: types.SimpleNamespace(publish=lambda msg: None),
                        lambda *a, **k: None, lambda *a, **k: None, lambda timer: None)

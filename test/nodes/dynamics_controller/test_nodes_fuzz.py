@@ -149,7 +149,7 @@ def joint_state(chosen, position, velocity, t):
 
 
 class Harness:
-    """An in-process controller with a spied publisher and a fake clock (its seconds())."""
+    """An in-process controller with a spied publisher and a fake clock (its monotonic_time())."""
 
     def __init__(self):
         overrides = {**PARAMS, 'robot_description': URDF, 'mode': 'computed_torque',
@@ -159,7 +159,7 @@ class Harness:
         self.commands, self.times = [], []
         self.node.publisher.publish = self.spy
         self.clock = 1000.0
-        self.node.seconds = lambda: self.clock
+        self.node.monotonic_time = lambda: self.clock
         self.t0 = time.time()
 
     def spy(self, msg):

@@ -197,7 +197,7 @@ def test_a_task_space_stream_is_slowed_to_v_max(node, monkeypatch):
     runs = {}
     for enabled in (True, False):
         space = task_space_on(node, model, enabled, region)
-        monkeypatch.setattr(space.host, 'seconds', lambda: clock[0])   # the node's clock
+        monkeypatch.setattr(space.host, 'monotonic_time', lambda: clock[0])   # the node's clock
         q, v = Q0.copy(), np.zeros(6)
         space.hold(q)
         stream = line_stream(T0)
