@@ -27,7 +27,7 @@ import numpy as np
 
 from robot_dynamics.core._jit import exact
 from robot_dynamics.core.algorithms.crba import mass_matrix_state
-from robot_dynamics.core.algorithms.linalg import cholesky, cholesky_inverse, cholesky_solve
+from robot_dynamics.core.algorithms.linalg import active_set_solve, cholesky, cholesky_inverse
 
 #: rows of ``dry`` (DRY_ROWS, n): the parameters f_c, f_s, v_s; then the step's state: whether
 #: the joint is held, the direction a joint breaking away from rest moves in, the velocity at
@@ -68,26 +68,9 @@ def hold(Winv, dry, row, rate, A):
     λ_S = −((M⁻¹)_SS)⁻¹ rate_S, rate += M⁻¹ S λ_S, then rate_S = 0 exactly. For q̈, λ is the
     holding torque; for q̇, the impulse. False if (M⁻¹)_SS is not positive definite.
     """
-    n, m = rate.shape[0], 0
-    for i in range(n):
-        dry[HOLDING, i] = 0.0
-        if dry[row, i] == 1.0:
-            dry[RHS, m], c = -rate[i], 0
-            for j in range(n):
-                if dry[row, j] == 1.0:
-                    A[m, c] = Winv[i, j]
-                    c += 1
-            m += 1
-    if m == 0:
-        return True
-    if not cholesky(A[:m, :m]):
+    if not active_set_solve(Winv, dry[row], dry[row], rate, dry[HOLDING], dry[RHS], A):
         return False
-    cholesky_solve(A[:m, :m], dry[RHS, :m])
-    m = 0
-    for i in range(n):
-        if dry[row, i] == 1.0:
-            dry[HOLDING, i] = dry[RHS, m]
-            m += 1
+    n = rate.shape[0]
     for i in range(n):
         if dry[row, i] == 1.0:
             rate[i] = 0.0

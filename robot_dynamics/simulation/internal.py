@@ -24,7 +24,7 @@ from robot_dynamics.core._jit import exact
 from robot_dynamics.core.algorithms.forward_dynamics import forward_dynamics_state
 from robot_dynamics.core.algorithms.crba import mass_matrix_state
 from robot_dynamics.core.algorithms.jacobians import frame_jacobian_state
-from robot_dynamics.core.algorithms.linalg import cholesky, cholesky_inverse, cholesky_solve
+from robot_dynamics.core.algorithms.linalg import active_set_solve, cholesky, cholesky_inverse
 from robot_dynamics.core.arguments import NOT_POSITIVE_DEFINITE, NO_WRENCHES, argument_error
 
 from .base import Engine
@@ -116,7 +116,7 @@ def stop_reactions(W, x, A, rate):
         return False
     cholesky_inverse(W)
     for _ in range(4 * n + 16):   # Murty's pivoting: finite for S W S positive definite
-        if not impact_impulses(W, x, A):
+        if not active_set_solve(W, x[ACTIVE], x[SIDE], x[INWARD], x[IMPULSE], x[RHS], A):
             return False
         flip = -1
         for i in range(n):
@@ -164,32 +164,6 @@ def inward_after(W, x, i):
     for j in range(W.shape[0]):
         w += x[SIDE, i] * W[i, j] * x[SIDE, j] * x[IMPULSE, j]
     return w
-
-
-@exact
-def impact_impulses(W, x, A):
-    """x[IMPULSE] solving (S W S)_AA μ_A = −x[INWARD]_A on the active set A, 0 elsewhere."""
-    n, m = W.shape[0], 0
-    for i in range(n):
-        x[IMPULSE, i] = 0.0
-        if x[ACTIVE, i] == 1.0:
-            x[RHS, m], c = -x[INWARD, i], 0
-            for j in range(n):
-                if x[ACTIVE, j] == 1.0:
-                    A[m, c] = x[SIDE, i] * W[i, j] * x[SIDE, j]
-                    c += 1
-            m += 1
-    if m == 0:
-        return True
-    if not cholesky(A[:m, :m]):
-        return False
-    cholesky_solve(A[:m, :m], x[RHS, :m])
-    m = 0
-    for i in range(n):
-        if x[ACTIVE, i] == 1.0:
-            x[IMPULSE, i] = x[RHS, m]
-            m += 1
-    return True
 
 
 @exact

@@ -1,7 +1,10 @@
-"""Dense Cholesky factorisation, solves and inverse, in place, for M(q) and task-space blocks."""
+"""Dense Cholesky factorisation, solves and inverse, in place, for M(q) and task-space blocks.
+
+Also the solve on an active set, the simulation's held joints and end stops share it.
+"""
 import numpy as np
 
-from .._jit import jit
+from .._jit import exact, jit
 
 
 @jit
@@ -73,3 +76,33 @@ def cholesky_inverse(A):
                 s += A[k, i] * A[k, j]
             A[i, j] = s
             A[j, i] = s
+
+
+@exact
+def active_set_solve(W, active, side, b, y, rhs, A):
+    """y_A = −((S W S)_AA)⁻¹ b_A on the set A of i with active[i] == 1, y = 0 elsewhere.
+
+    S = diag(side) (read on A only). rhs (n) and A (n, n) are workspace. ``exact``: the same
+    bits wherever it is called. False if (S W S)_AA is not positive definite.
+    """
+    n, m = W.shape[0], 0
+    for i in range(n):
+        y[i] = 0.0
+        if active[i] == 1.0:
+            rhs[m], c = -b[i], 0
+            for j in range(n):
+                if active[j] == 1.0:
+                    A[m, c] = side[i] * W[i, j] * side[j]
+                    c += 1
+            m += 1
+    if m == 0:
+        return True
+    if not cholesky(A[:m, :m]):
+        return False
+    cholesky_solve(A[:m, :m], rhs[:m])
+    m = 0
+    for i in range(n):
+        if active[i] == 1.0:
+            y[i] = rhs[m]
+            m += 1
+    return True
