@@ -4,11 +4,8 @@ Batched calls, and the users of the algorithms (identification, payload, control
 mimic model.
 
 The model: example-robot-data's Panda as a whole tree, whose second finger mimics the first
-(nb = 9 bodies, nv = 8 independent joints), with armature and friction on every joint.
+(``mimic_panda``), with armature and friction on every joint.
 """
-import importlib.metadata
-import warnings
-
 import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
@@ -17,18 +14,9 @@ import robot_dynamics as rd
 from robot_dynamics.core.control import ComputedTorque, GravityCompensation
 from robot_dynamics.core.observers import MomentumObserver
 from robot_dynamics.core.task_control import CartesianImpedance, OperationalSpace, damping_matrix
+from mimic_panda import MODEL, RIGID
 
 
-def panda_xml():
-    files = importlib.metadata.distribution('example-robot-data').files
-    return next(f.locate() for f in files if f.name == 'panda.urdf').read_text()
-
-
-with warnings.catch_warnings():
-    warnings.simplefilter('ignore')
-    RIGID = rd.load_urdf(panda_xml())
-MODEL = RIGID.replace(armature=np.full(8, 0.1), viscous=np.linspace(0.1, 0.8, 8),
-                      coulomb=np.full(8, 0.3))
 FRAME = 'panda_rightfinger'   # carried by the mimic joint's body
 
 

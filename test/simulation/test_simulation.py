@@ -183,7 +183,7 @@ def test_internal_steps_are_rk4_of_the_public_functions_to_the_bit(arm):
 
 def test_internal_steps_with_mimic_joints_are_rk4_of_the_public_functions():
     """A whole Panda tree whose second finger mimics the first: the stages by the public path."""
-    from test_mimic import MODEL
+    from mimic_panda import MODEL
     rng = np.random.default_rng(8)
     damping = rng.uniform(0.1, 1.0, MODEL.nv)
     q = np.clip(rng.normal(0.0, 0.5, MODEL.nv), MODEL.lower, MODEL.upper)
