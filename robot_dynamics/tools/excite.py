@@ -190,8 +190,8 @@ def main(argv=None):
             plot(model, trajectory, args.dry_run)
             print(f'wrote {args.dry_run} (dry run: nothing sent)')
             return 0
-        from robot_dynamics.tools import excite_ros
-        return excite_ros.run(args, model, trajectory, fit_command)
+        from robot_dynamics.tools import excitation_run
+        return excitation_run.run(args, model, trajectory, fit_command)
     except Refused as error:
         print(f'excite: {error}', file=sys.stderr)
         return 1

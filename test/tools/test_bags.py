@@ -20,7 +20,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.core.control import ComputedTorque
 from robot_dynamics.simulation import make_engine
-from robot_dynamics.tools import bags, fit, recording
+from robot_dynamics.tools import bags, fit_dynamics, recording
 
 BASE, TIP = 'panda_link0', 'panda_hand_tcp'
 FINGERS = ['panda_finger_joint1', 'panda_finger_joint2']
@@ -121,7 +121,7 @@ def save_npz(path, run):
 
 def fitted(path, *options):
     """The Fit of fit_dynamics on ``path`` (the same options every time)."""
-    return fit.run(fit.parse_arguments([str(path), *FIT, *options]))
+    return fit_dynamics.run(fit_dynamics.parse_arguments([str(path), *FIT, *options]))
 
 
 def assert_same_fit(found, expected):
@@ -165,14 +165,14 @@ def test_currents_times_the_torque_constants_fit_as_the_torques(tmp_path, run, n
     k = np.array([64.0, 32.0, 64.0, 16.0, 8.0, 4.0, 2.0])   # powers of 2: exact both ways
     bag = write_bag(tmp_path / 'bag', {'/joint_states': broadcast(run, scale=k)})
     assert_same_fit(fitted(bag, '--torque-constants', *map(str, k)), npz_fit)
-    with pytest.raises(fit.FitError, match='one constant > 0 .* per joint'):
+    with pytest.raises(fit_dynamics.FitError, match='one constant > 0 .* per joint'):
         fitted(bag, '--torque-constants', '1.0', '2.0')
 
 
 def test_command_line_on_a_bag_directory(tmp_path, capsys, run):
     bag = write_bag(tmp_path / 'my_bag', {'/joint_states': broadcast(run)})
     output = tmp_path / 'fitted.yaml'
-    assert fit.main([f'{bag}/', *FIT, '-o', str(output)]) == 0, capsys.readouterr().err
+    assert fit_dynamics.main([f'{bag}/', *FIT, '-o', str(output)]) == 0, capsys.readouterr().err
     assert 'wrote' in capsys.readouterr().out
     document = bringup.load_config(output)
     params = document['dynamics_controller']['ros__parameters']
@@ -189,7 +189,8 @@ def test_the_model_from_the_robot_description_topic(tmp_path, run, npz_fit):
     bag = write_bag(tmp_path / 'bag', {'/joint_states': broadcast(run),
                                        '/robot_description': [(START, description)]})
     options = [o for o in FIT if o not in ('--robot', 'panda')]
-    found = fit.run(fit.parse_arguments([str(bag), '--base', BASE, '--tip', TIP, *options]))
+    arguments = fit_dynamics.parse_arguments([str(bag), '--base', BASE, '--tip', TIP, *options])
+    found = fit_dynamics.run(arguments)
     assert_same_fit(found, npz_fit)
 
 
@@ -204,7 +205,7 @@ def test_several_candidate_topics_need_topic(tmp_path, capsys, run, npz_fit):
     messages = broadcast(run)
     bag = write_bag(tmp_path / 'bag', {'/left/joint_states': messages[:20],
                                        '/right/joint_states': messages})
-    assert fit.main([str(bag), *FIT]) == 1
+    assert fit_dynamics.main([str(bag), *FIT]) == 1
     error = capsys.readouterr().err
     assert 'several JointState topics end in /joint_states' in error
     assert "['/left/joint_states', '/right/joint_states']" in error and '--topic' in error
@@ -214,12 +215,12 @@ def test_several_candidate_topics_need_topic(tmp_path, capsys, run, npz_fit):
 def test_a_bag_without_joint_states(tmp_path, capsys, run):
     description = TYPES['std_msgs/msg/String'](data='<robot name="x"/>')
     bag = write_bag(tmp_path / 'bag', {'/robot_description': [(START, description)]})
-    assert fit.main([str(bag), *FIT]) == 1
+    assert fit_dynamics.main([str(bag), *FIT]) == 1
     error = capsys.readouterr().err
     assert 'no topic /joint_states in the bag' in error
     assert "JointState topics: none (all: ['/robot_description'])" in error
     assert 'choose one with --topic' in error
-    assert fit.main([str(bag), *FIT, '--topic', '/robot_description']) == 1
+    assert fit_dynamics.main([str(bag), *FIT, '--topic', '/robot_description']) == 1
     assert 'is std_msgs/msg/String, not sensor_msgs/msg/JointState' in capsys.readouterr().err
 
 
@@ -249,12 +250,12 @@ def test_refused_bags_name_the_message_and_the_reason(tmp_path, capsys, run, cas
         msg.effort = np.array([])
         expected = f'{where} has 0 effort values for 9 names (the fit needs efforts'
     bag = write_bag(tmp_path / 'bag', {'/joint_states': messages})
-    assert fit.main([str(bag), *FIT]) == 1
+    assert fit_dynamics.main([str(bag), *FIT]) == 1
     error = capsys.readouterr().err
     assert expected in error, error
     if case == 'unordered stamps':   # the receive times still increase
         assert '(--stamps receive uses the bag\'s receive times)' in error
-        assert fit.main([str(bag), *FIT, '--stamps', 'receive']) == 0
+        assert fit_dynamics.main([str(bag), *FIT, '--stamps', 'receive']) == 0
 
 
 def test_nan_velocities_drop_the_velocities_only(tmp_path, run):
@@ -274,19 +275,19 @@ def test_nan_velocities_drop_the_velocities_only(tmp_path, run):
 
 def test_usage_errors_and_a_missing_rosbags(tmp_path, capsys, run, monkeypatch):
     with pytest.raises(SystemExit) as exit_:
-        fit.main(['run.npz', *FIT, '--topic', '/joint_states'])
+        fit_dynamics.main(['run.npz', *FIT, '--topic', '/joint_states'])
     assert exit_.value.code == 2
     assert '--topic: for rosbag2 recordings; run.npz is not one' in capsys.readouterr().err
-    assert fit.main([str(tmp_path / 'run.txt'), *FIT]) == 1
+    assert fit_dynamics.main([str(tmp_path / 'run.txt'), *FIT]) == 1
     assert 'run.txt: no such file or directory' in capsys.readouterr().err
     (tmp_path / 'run.txt').write_text('t,q.a,tau.a\n')
-    assert fit.main([str(tmp_path / 'run.txt'), *FIT]) == 1
+    assert fit_dynamics.main([str(tmp_path / 'run.txt'), *FIT]) == 1
     assert 'rosbag2 directories, .mcap and .db3 files' in capsys.readouterr().err
     (tmp_path / 'not_a_bag').mkdir()
-    assert fit.main([str(tmp_path / 'not_a_bag'), *FIT]) == 1
+    assert fit_dynamics.main([str(tmp_path / 'not_a_bag'), *FIT]) == 1
     assert 'a directory without metadata.yaml is no rosbag2' in capsys.readouterr().err
     bag = write_bag(tmp_path / 'bag', {'/joint_states': broadcast(run)[:5]})
     monkeypatch.setitem(sys.modules, 'rosbags.rosbag2', None)   # as if not installed
-    assert fit.main([str(bag), *FIT]) == 1
+    assert fit_dynamics.main([str(bag), *FIT]) == 1
     assert 'reading a rosbag2 needs the rosbags library: pip install rosbags' in \
         capsys.readouterr().err

@@ -24,7 +24,7 @@ from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.tools import fit
+from robot_dynamics.tools import fit_dynamics
 from robot_dynamics.nodes.common.joint_states import trajectory_message
 from ros_harness import BEST_EFFORT, ArmView, stamp_of, trajectory_answer, window
 from test_tools_ros import Recorder
@@ -138,9 +138,9 @@ def test_record_fit_load_cuts_tracking_error_and_estimator_bias_tenfold(arm, tmp
     assert recorder.wait() == 0, recorder.log()
 
     fitted = tmp_path / 'fitted.yaml'
-    assert fit.main([str(recording), '--urdf', str(arm.urdf), '--base', SIM['base'],
-                     '--tip', SIM['tip'], '--links', '--friction', '--armature',
-                     '--output', str(fitted)]) == 0
+    assert fit_dynamics.main([str(recording), '--urdf', str(arm.urdf), '--base', SIM['base'],
+                              '--tip', SIM['tip'], '--links', '--friction', '--armature',
+                              '--output', str(fitted)]) == 0
     for node in ('dynamics_controller', 'wrench_estimator'):
         values = bringup.flatten(bringup.load_config(fitted)[node]['ros__parameters'])
         assert values.pop('joints') == JOINTS

@@ -16,7 +16,7 @@ import robot_dynamics as rd
 from robot_dynamics import bringup
 from robot_dynamics.nodes.common.arm import ArmBuilder
 from robot_dynamics.nodes.common.parameters import MODEL_PARAMS, ConfigError
-from robot_dynamics.tools import fit, recording
+from robot_dynamics.tools import fit_dynamics, recording
 
 BASE, TIP = 'panda_link0', 'panda_hand_tcp'
 SHUFFLE = [3, 0, 1, 2, 6, 5, 4]   # recording column i is model joint SHUFFLE[i]
@@ -60,7 +60,7 @@ def run_fit(tmp_path, data, *options, name='log.npz'):
     """fit_dynamics on ``data`` saved as ``name``: (exit status, parameters of both nodes)."""
     path, output = tmp_path / name, tmp_path / 'fitted.yaml'
     recording.save(data, path)
-    status = fit.main([str(path), *options, '--output', str(output)])
+    status = fit_dynamics.main([str(path), *options, '--output', str(output)])
     document = bringup.load_config(output) if output.exists() else None
     return status, document
 
@@ -78,7 +78,7 @@ def node_parameters(document, node):
 
 def accepted_by_the_nodes(document, urdf):
     """The nodes' configuration code (nodes.arm.ArmBuilder) builds its Arm from the parameters."""
-    for node in fit.NODES:
+    for node in fit_dynamics.NODES:
         given = node_parameters(document, node)
         values = {p.name: p.default for p in MODEL_PARAMS}
         assert set(given) <= set(values), f'{node} does not declare {set(given) - set(values)}'
@@ -300,12 +300,12 @@ def test_refuses_to_write_non_physical_values_unless_forced(tmp_path, capsys, pa
 
 def test_usage_errors_and_the_module_entry_point(tmp_path):
     with pytest.raises(SystemExit) as exit:
-        fit.main(['x.npz', '--robot', 'panda', '--payload', '--links'])
+        fit_dynamics.main(['x.npz', '--robot', 'panda', '--payload', '--links'])
     assert exit.value.code == 2
     with pytest.raises(SystemExit) as exit:
-        fit.main(['x.npz', '--robot', 'panda', '--payload', '--stiction'])
+        fit_dynamics.main(['x.npz', '--robot', 'panda', '--payload', '--stiction'])
     assert exit.value.code == 2
-    done = subprocess.run([sys.executable, '-m', 'robot_dynamics.tools.fit', 'missing.npz',
+    done = subprocess.run([sys.executable, '-m', 'robot_dynamics.tools.fit_dynamics', 'missing.npz',
                            '--robot', 'panda', '--friction'], capture_output=True, text=True,
                           cwd=tmp_path)
     assert done.returncode == 1 and 'cannot read missing.npz' in done.stderr

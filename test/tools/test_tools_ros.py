@@ -1,8 +1,9 @@
 """record_joint_states over real DDS, and fit_dynamics' YAML loaded by the real nodes.
 
-The recorder runs as its own process (``python -m robot_dynamics.tools.record --ros-args ...``);
-the test publishes joint states, good and bad, then stops it with SIGINT (or lets ``duration``
-end it) and compares the file with what was sent. The fitted YAML is given to a
+The recorder runs as its own process
+(``python -m robot_dynamics.tools.record_joint_states --ros-args ...``); the test publishes
+joint states, good and bad, then stops it with SIGINT (or lets ``duration`` end it) and compares
+the file with what was sent. The fitted YAML is given to a
 dynamics_controller and a wrench_estimator as their parameter file; their parameter services
 must answer the fitted values. About 10 s.
 """
@@ -20,7 +21,7 @@ from sensor_msgs.msg import JointState
 
 import robot_dynamics as rd
 from robot_dynamics import bringup
-from robot_dynamics.tools import fit, recording
+from robot_dynamics.tools import fit_dynamics, recording
 from ros_harness import RELIABLE
 from test_tools import node_parameters
 
@@ -49,7 +50,7 @@ class Recorder:
 
     def __init__(self, ros, output, *parameters, topic='joint_states'):
         self.log_path = pathlib.Path(output).with_suffix('.log')
-        argv = [sys.executable, '-m', 'robot_dynamics.tools.record', '--ros-args',
+        argv = [sys.executable, '-m', 'robot_dynamics.tools.record_joint_states', '--ros-args',
                 '-r', f'joint_states:={topic}',
                 '-p', f'output:={output}', '-p', 'joint_states_reliability:=reliable']
         for p in parameters:
@@ -207,15 +208,15 @@ def test_nodes_load_the_fitted_yaml(ros, tmp_path):
                                        [model.joint_names[i] for i in order]),
                    tmp_path / 'log.npz')
     params = tmp_path / 'fitted.yaml'
-    assert fit.main([str(tmp_path / 'log.npz'), '--robot', 'panda', '--payload', '--friction',
-                     '--armature', '-o', str(params)]) == 0
+    assert fit_dynamics.main([str(tmp_path / 'log.npz'), '--robot', 'panda', '--payload',
+                              '--friction', '--armature', '-o', str(params)]) == 0
     document = bringup.load_config(params)
     specs = bringup.nodes('gravity_compensation', robot='panda', config=str(params))
     specs.append(bringup.NodeSpec('wrench_estimator', 'wrench_estimator', str(params),
                                   {'robot_description': specs[0].parameters['robot_description']}))
     with ros.launch(specs) as launch:
         launch.ready()
-        for node in fit.NODES:
+        for node in fit_dynamics.NODES:
             expected = node_parameters(document, node)
             found = ros.probe.get_parameters(node, *expected)
             assert found.keys() == expected.keys()

@@ -154,7 +154,7 @@ def move_to_start(node, executor, model, q0, args):
 
 def record(node, executor, trajectory, args):
     """Send the excitation and record it; returns (the recorder's exit status, its start)."""
-    from robot_dynamics.tools.record import JointStateRecorder
+    from robot_dynamics.tools.record_joint_states import JointStateRecorder
     node.destroy_subscription(node.subscription)   # one 1 kHz subscription in this process
     recorder = JointStateRecorder()
     executor.add_node(recorder)
@@ -238,6 +238,6 @@ def fit_or_print(args, fit_command):
     if not args.fit:
         print('next: fit_dynamics ' + ' '.join(command))
         return 0
-    from robot_dynamics.tools import fit
+    from robot_dynamics.tools import fit_dynamics
     print('fit_dynamics ' + ' '.join(command), flush=True)
-    return fit.main(command)
+    return fit_dynamics.main(command)

@@ -4,7 +4,7 @@
         [--payload [--no-payload-inertia]] [--friction [--stiction]] [--armature] [--links]
         [--cutoff HZ] [--edge S] [--output params.yaml]
         [--topic /joint_states] [--stamps header|receive] [--torque-constants K ...]
-    python -m robot_dynamics.tools.fit ...
+    python -m robot_dynamics.tools.fit_dynamics ...
 
 RECORDING is a file of ``record_joint_states`` (.npz or .csv, layout:
 ``robot_dynamics.tools.recording``) or a rosbag2 of sensor_msgs/JointState, ``ros2 bag record

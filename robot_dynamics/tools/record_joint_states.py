@@ -2,7 +2,7 @@
 
     record_joint_states --ros-args -p output:=excitation.npz [-p duration:=60.0]
         [-p joints:="[j1, j2]"] [-p robot_description:="$(cat arm.urdf)"] [-p urdf:=arm.urdf]
-    python -m robot_dynamics.tools.record --ros-args -p output:=excitation.csv
+    python -m robot_dynamics.tools.record_joint_states --ros-args -p output:=excitation.csv
 
 Subscribes to ``joint_states`` (sensor_msgs/JointState, mapped by name; QoS reliability
 ``joint_states_reliability``, best effort by default, which matches every publisher) and writes
