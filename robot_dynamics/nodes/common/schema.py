@@ -15,6 +15,13 @@ double, string, double_array, int_array, string_array), ``default_value``, ``des
   of the listed sizes (``[0]``: or empty, the parameter's documented fallback). It needs the
   model, so ``check`` applies it only when given the number of joints.
 
+What several nodes declare is written once, in ``common/parameters.yaml``: named groups of
+entries (the model, the joint-state input, the real-time settings, ...), which a node's schema
+lists in a top-level ``include``; they come first, in that order, then the node's own entries
+(as ros2_controllers' steering_controllers_library shares its parameters with the controllers
+built on it). A group is not a namespace; a name given twice, in two groups or in a group and
+the node, is refused.
+
 ``check`` raises ConfigError naming the parameter, the rule and the value. Rules that relate two
 parameters are no schema's business: the node modules check those, each in a named function.
 """
@@ -27,6 +34,7 @@ import yaml
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, ParameterType
 
 NODES_DIR = pathlib.Path(__file__).resolve().parent.parent   # <node>/parameters.yaml
+COMMON = 'common'   # NODES_DIR/common/parameters.yaml: the groups node schemas include
 TYPES = {'bool': ParameterType.PARAMETER_BOOL, 'double': ParameterType.PARAMETER_DOUBLE,
          'integer': ParameterType.PARAMETER_INTEGER,
          'string': ParameterType.PARAMETER_STRING,
@@ -209,14 +217,39 @@ class UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+def read(path):
+    """A schema file's tree (unique keys)."""
+    with open(path, encoding='utf-8') as f:
+        return yaml.load(f, Loader=UniqueKeyLoader)
+
+
+@functools.lru_cache(maxsize=None)
+def groups(nodes_dir):
+    """{group: its mapping} of ``common/parameters.yaml``, the entries nodes share."""
+    return read(nodes_dir / COMMON / 'parameters.yaml')
+
+
 @functools.lru_cache(maxsize=None)
 def load(node):
-    """The Params of ``<node>/parameters.yaml``, in file order."""
-    with open(NODES_DIR / node / 'parameters.yaml', encoding='utf-8') as f:
-        tree = yaml.load(f, Loader=UniqueKeyLoader)
-    if list(tree) != [node]:
-        raise ValueError(f'{node}/parameters.yaml: the top-level key must be {node!r} alone')
-    return tuple(parameters(tree[node]))
+    """The Params of ``<node>/parameters.yaml``: its included groups' in order, then its own."""
+    tree = read(NODES_DIR / node / 'parameters.yaml')
+    if set(tree) - {'include'} != {node}:
+        raise ValueError(f'{node}/parameters.yaml: the top-level key must be {node!r} alone, '
+                         "with an optional 'include'")
+    included = tree.get('include') or []
+    shared = groups(NODES_DIR) if included else {}
+    unknown = [g for g in included if g not in shared]
+    if unknown:
+        raise ValueError(f'{node}/parameters.yaml includes {unknown}, not a group of '
+                         f'{COMMON}/parameters.yaml ({", ".join(shared)})')
+    params = [p for g in included for p in parameters(shared[g])]
+    params += parameters(tree[node])
+    names = [p.name for p in params]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f'{node}/parameters.yaml: {twice} given twice (in the node and an '
+                         'included group, or in two groups)')
+    return tuple(params)
 
 
 def section(node, *namespaces):

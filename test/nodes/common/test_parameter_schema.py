@@ -33,20 +33,32 @@ TYPES = {'bool': bool, 'int': int, 'double': float, 'string': str, 'double_array
          'int_array': list, 'string_array': list}
 
 
-def entries(node):
-    """{dotted name: entry} of a schema file, read with plain PyYAML."""
-    tree = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())
-    assert list(tree) == [node]
+def flattened(mapping, prefix=''):
+    """{dotted name: entry} of a schema's (nested) mapping."""
     found = {}
-
-    def walk(mapping, prefix):
-        for key, value in mapping.items():
-            if 'type' in value:
-                found[prefix + key] = value
-            else:
-                walk(value, prefix + key + '.')
-    walk(tree[node], '')
+    for key, value in mapping.items():
+        if 'type' in value:
+            found[prefix + key] = value
+        else:
+            found.update(flattened(value, prefix + key + '.'))
     return found
+
+
+def own_entries(node):
+    """{dotted name: entry} the node's schema file gives itself, read with plain PyYAML."""
+    tree = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())
+    assert set(tree) <= {node, 'include'}
+    return flattened(tree[node])
+
+
+def entries(node):
+    """{dotted name: entry} of a node's schema: its included groups', then its own."""
+    tree = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())
+    shared = yaml.safe_load((FOLDERS / 'common' / 'parameters.yaml').read_text())
+    found = {}
+    for group in tree.get('include', []):
+        found.update(flattened(shared[group]))
+    return {**found, **own_entries(node)}
 
 
 @pytest.mark.parametrize('node', sorted(NODES))
@@ -79,13 +91,24 @@ def test_every_entry_is_complete_and_its_default_keeps_its_rules(node):
     check(params, {p.name: p.default for p in params})
 
 
-def test_parameters_shared_by_nodes_are_the_same_in_each_schema():
+def test_what_several_nodes_declare_is_written_once():
+    """A name in two nodes' schemas comes from a group both include, not from two copies."""
     nodes = sorted(NODES)
     for k, a in enumerate(nodes):
         for b in nodes[k + 1:]:
-            first, second = entries(a), entries(b)
-            for name in (set(first) & set(second)) - NODE_SPECIFIC:
-                assert first[name] == second[name], f'{name} differs between {a} and {b}'
+            copies = (set(own_entries(a)) & set(own_entries(b))) - NODE_SPECIFIC
+            assert not copies, f'{sorted(copies)} written in both {a} and {b}: a shared group'
+
+
+def test_the_groups_come_first_in_the_order_included_and_each_is_used():
+    shared = yaml.safe_load((FOLDERS / 'common' / 'parameters.yaml').read_text())
+    used = set()
+    for node in NODES:
+        included = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())['include']
+        used.update(included)
+        expected = [n for g in included for n in flattened(shared[g])] + list(own_entries(node))
+        assert [p.name for p in schema.load(node)] == expected
+    assert used == set(shared)
 
 
 def test_the_schemas_choices_are_the_code_s():
@@ -197,6 +220,23 @@ def test_check_refuses_on_the_first_broken_rule_and_skips_absent_values():
 ])
 def test_the_loader_refuses_a_schema_it_does_not_understand(tmp_path, monkeypatch, text, reason):
     (tmp_path / 'n').mkdir()
+    (tmp_path / 'n' / 'parameters.yaml').write_text(text)
+    monkeypatch.setattr(schema, 'NODES_DIR', tmp_path)
+    with pytest.raises(ValueError, match=reason):
+        schema.load.__wrapped__('n')
+
+
+@pytest.mark.parametrize('text, reason', [
+    ('include: [model, nowhere]\nn:\n  b: {type: bool, default_value: true, description: d}\n',
+     r"includes \['nowhere'\], not a group of common/parameters.yaml \(model\)"),
+    ('include: [model]\nn:\n  a: {type: double, default_value: 2.0, description: d}\n',
+     r"\['a'\] given twice"),
+])
+def test_the_loader_refuses_an_unknown_group_and_a_name_twice(tmp_path, monkeypatch, text, reason):
+    for folder in ('n', 'common'):
+        (tmp_path / folder).mkdir()
+    (tmp_path / 'common' / 'parameters.yaml').write_text(
+        'model:\n  a: {type: double, default_value: 1.0, description: d}\n')
     (tmp_path / 'n' / 'parameters.yaml').write_text(text)
     monkeypatch.setattr(schema, 'NODES_DIR', tmp_path)
     with pytest.raises(ValueError, match=reason):
