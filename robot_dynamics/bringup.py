@@ -20,11 +20,12 @@ import signal
 import yaml
 
 from robot_dynamics.nodes.common.exit_guard import LAUNCHER
+from robot_dynamics.nodes.common.schema import choices
 
 PACKAGE = 'robot_dynamics'
 ROBOTS = ('panda', 'ur5e')
 EXECUTABLES = ('arm_simulator', 'dynamics_controller', 'wrench_estimator')  # robot_dynamics.nodes.*
-MODES = ('gravity_compensation', 'computed_torque', 'cartesian_impedance', 'operational_space')
+MODES = choices('dynamics_controller', 'mode')   # the controller's schema's
 
 # The simulator is the clock of a simulated arm: when its process is held up (a shared machine),
 # simulated time stops too, so the controller and estimator may wait longer for its states; and

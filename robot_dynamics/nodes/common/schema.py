@@ -252,6 +252,12 @@ def load(node):
     return tuple(params)
 
 
+def choices(node, name):
+    """The values the ``one_of<>`` rule of the node's parameter ``name`` allows, in order."""
+    (param,) = (p for p in load(node) if p.name == name)
+    return param.choices
+
+
 def section(node, *namespaces):
     """The node's Params whose name is, or lies under, one of ``namespaces``."""
     return tuple(p for p in load(node) if p.name.split('.')[0] in namespaces)

@@ -17,10 +17,11 @@ from ..common import cdr, contact_safety, profiles
 from ..common.cdr import Float64MultiArrayWriter
 from ..common.diagnostics import inertia_health
 from ..common.parameters import ConfigError
+from ..common.schema import choices
 from . import command_cycle, speed_limiter, cartesian_modes
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
-MODES = (GRAVITY_COMPENSATION, COMPUTED_TORQUE, *cartesian_modes.MODES)
+MODES = choices('dynamics_controller', 'mode')   # the schema's, in its order
 BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
 
 

@@ -13,9 +13,10 @@ import pytest
 import yaml
 from rclpy.parameter import Parameter
 
+from robot_dynamics import bringup
 from robot_dynamics.core.collision import Reaction
 from robot_dynamics.nodes.common import schema
-from robot_dynamics.nodes.dynamics_controller import cartesian_modes
+from robot_dynamics.nodes.dynamics_controller import cartesian_modes, command_cycle, configuration
 from robot_dynamics.nodes.arm_simulator import ArmSimulator
 from robot_dynamics.nodes.dynamics_controller.controller import (COMPUTED_TORQUE,
                                                                  GRAVITY_COMPENSATION,
@@ -119,6 +120,9 @@ def test_the_schemas_choices_are_the_code_s():
     assert choices('dynamics_controller', 'mode') == [GRAVITY_COMPENSATION, COMPUTED_TORQUE,
                                                       *cartesian_modes.MODES]
     assert choices('dynamics_controller', 'collision.reaction') == [r.value for r in Reaction]
+    modes = choices('dynamics_controller', 'mode')
+    assert list(configuration.MODES) == list(bringup.MODES) == modes   # read from the schema
+    assert sorted(command_cycle.LAWS) == sorted(modes)   # every mode has its law in the cycle
 
 
 def test_a_refused_change_changes_nothing(ros_in_process):
