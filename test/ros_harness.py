@@ -30,12 +30,13 @@ from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.qos import QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from robot_dynamics import run
 from robot_dynamics.bringup import NodeSpec
+from robot_dynamics.nodes.common.joint_states import LATCHED_QOS
 from robot_dynamics.nodes.common.joint_states import stamp_of  # noqa: F401 (for the tests)
-from robot_dynamics.nodes.wrench_estimator import tared_at
 
 # depth: what a reader holds between the poller's takes while the test process is held up
 # (a 1 kHz topic's 1 s; an unpaced simulated arm's states come a few times faster)
@@ -64,7 +65,12 @@ def tare(probe):
     """
     response = probe.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
     assert response.success, response.message
-    return tared_at(response.message)
+    bias = probe.record(JointState, '/wrench_estimator/bias', LATCHED_QOS)   # after the tare:
+    tared = bias.last()                                   # its newest, latched, is this tare's
+    probe.stop_recording(bias)
+    assert len(tared.name) == len(tared.effort) and np.isfinite(tared.effort).all(), tared
+    assert f'stamped {stamp_of(tared):.6f} s' in response.message   # the answer says the same
+    return stamp_of(tared)
 
 
 def to_time(t):

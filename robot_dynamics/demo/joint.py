@@ -17,7 +17,6 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
 from robot_dynamics.demo.session import progress, ros_time, session, wait_for_release
 from robot_dynamics.nodes.common.joint_states import stamp_of
-from robot_dynamics.nodes.wrench_estimator import tared_at
 
 WAYPOINT_OFFSETS = np.array([0.0, 0.3, -0.2, 0.1, 0.0])  # rad, added to every joint, 1 s apart
 WRENCH = np.array([0.4, -0.3, 0.2, 6.0, -8.0, 12.0])      # moment (N m), force (N), base axes
@@ -93,10 +92,16 @@ def push(observer, base, wrench):
     # arm's clock at our zero wrench is only known to within our lag behind it
     falling = (t > 0.3) & (estimates[:, 3:] @ wrench[3:] < 0.95 * settled[3:] @ wrench[3:])
     duration = t[np.argmax(falling)] if falling.any() else PUSH_TIME
+    tares = len(observer.biases)
     response = observer.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
     if response is None or not response.success:
         raise RuntimeError(f'~/tare did not answer or refused: {response}')
-    tared = tared_at(response.message)
+    deadline = time.monotonic() + 5.0
+    while len(observer.biases) == tares:   # the tare's ~/bias, stamped with its joint state
+        if time.monotonic() > deadline:
+            raise RuntimeError('~/tare answered but ~/bias brought no message')
+        time.sleep(0.01)
+    tared = stamp_of(observer.biases[-1])
     while stamp_of(observer.wrenches[-1]) < tared + 0.3:
         time.sleep(0.01)
     return t, estimates, duration, settled, np.linalg.norm(vector(observer.wrenches[-1])[3:])

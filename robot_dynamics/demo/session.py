@@ -30,7 +30,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup, run
-from robot_dynamics.nodes.common.joint_states import stamp_of
+from robot_dynamics.nodes.common.joint_states import LATCHED_QOS, stamp_of
 
 # MuJoCo, in the bring-up's lock step with the controller
 SIMULATOR = {'engine': 'mujoco'}
@@ -54,6 +54,9 @@ class Observer(Node):
         self.create_subscription(WrenchStamped, '/wrench_estimator/wrench',
                                  self.wrenches.append, best_effort)
         self.create_subscription(DiagnosticArray, '/diagnostics', self.on_diagnostics, 10)
+        self.biases = []   # the estimator's ~/bias, one per tare
+        self.create_subscription(JointState, '/wrench_estimator/bias', self.biases.append,
+                                 LATCHED_QOS)
         self.released = threading.Event()   # the first effort command releases the brakes
         self.commands = self.create_subscription(Float64MultiArray, 'effort_controller/commands',
                                                  lambda _: self.released.set(), best_effort)

@@ -3,6 +3,7 @@ import array
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
+from builtin_interfaces.msg import Time
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint
 
@@ -11,10 +12,12 @@ from robot_dynamics.core import arguments
 # Commands: reliable, so ros2_control's JointGroupEffortController (SystemDefaultsQoS) matches.
 COMMAND_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                          reliability=ReliabilityPolicy.RELIABLE)
-# The /robot_description topic as robot_state_publisher latches it.
-DESCRIPTION_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
-                             reliability=ReliabilityPolicy.RELIABLE,
-                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+# A latched topic: a late subscriber gets the newest message (robot_state_publisher's
+# /robot_description; the estimator's ~/bias).
+LATCHED_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
+                         reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL)
+DESCRIPTION_QOS = LATCHED_QOS
 
 
 def state_qos(reliability, depth):
@@ -114,6 +117,12 @@ def to_array(x):
 def to_seconds(stamp):
     """Seconds of a builtin_interfaces/Time or Duration (0.0 for an unset stamp)."""
     return stamp.sec + 1e-9 * stamp.nanosec
+
+
+def to_time(t):
+    """builtin_interfaces/Time of t seconds (t >= 0)."""
+    sec, nanosec = divmod(int(round(t * 1e9)), 10**9)
+    return Time(sec=sec, nanosec=nanosec)
 
 
 def stamp_of(msg):

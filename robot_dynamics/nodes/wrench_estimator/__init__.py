@@ -2,6 +2,6 @@
 
 With collision detection; its parameters are in parameters.yaml beside this file.
 """
-from .estimator import WrenchEstimator, main, tared_at
+from .estimator import WrenchEstimator, main
 
-__all__ = ['WrenchEstimator', 'main', 'tared_at']
+__all__ = ['WrenchEstimator', 'main']

@@ -7,7 +7,6 @@ and static-residual checks. Collision detection is nodes.contact_safety's.
 Behaviour, topics and parameters: doc/nodes/wrench_estimator.md.
 """
 import dataclasses
-import re
 import time
 
 import numpy as np
@@ -20,7 +19,7 @@ from robot_dynamics.core.observers import MomentumObserver
 
 from ..common import cdr, contact_safety, payload, profiles
 from ..common.diagnostics import ERROR, OK, WARN, Diagnostics, StaticResidual, inertia_health
-from ..common.joint_states import BadInput, to_array
+from ..common.joint_states import LATCHED_QOS, BadInput, to_array, to_time
 from ..common.lifecycle import ManagedArmNode
 from ..common.process import main as run_node
 from ..common.parameters import ConfigError
@@ -29,14 +28,9 @@ from . import estimator_cycle
 
 DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
-TARED = 'tared at the joint state stamped {stamp:.6f} s: bias {bias} (joints order)'
+TARED = 'tared at the joint state stamped {stamp:.6f} s: bias {bias} (joints order; ~/bias)'
 COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular',
             'collisions', 'ignored_states')
-
-
-def tared_at(message):
-    """The stamp, s, of the joint state a ``~/tare`` answer says its bias was taken at."""
-    return float(re.match(r'tared at the joint state stamped (\S+) s', message).group(1))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +83,7 @@ class WrenchEstimator(ManagedArmNode):
         self.subscribe_joint_states(10)
         self.source.count = lambda: self.diagnostics.count('ignored_states')
         self.create_service(Trigger, '~/tare', self.on_tare)
+        self.bias_publisher = self.create_publisher(JointState, '~/bias', LATCHED_QOS)
         context = self.component_context(self.diagnostics, lambda: self.q_last)
         self.collision = contact_safety.CollisionMonitor(context)
         self.create_service(Trigger, '~/reset', self.on_reset)
@@ -313,8 +308,12 @@ class WrenchEstimator(ManagedArmNode):
             response.success, response.message = False, 'no joint state received yet'
             return response
         self.observer.tare()
-        bias = np.round(self.arm.to_joints(self.observer.bias), 4).tolist()
-        response.success, response.message = True, TARED.format(stamp=self.last_stamp, bias=bias)
+        bias = self.arm.to_joints(self.observer.bias)
+        tared = JointState(name=list(self.arm.joints), effort=to_array(bias))
+        tared.header.stamp = to_time(self.last_stamp)
+        self.bias_publisher.publish(tared)   # latched: the bias in force and its state's stamp
+        response.success = True
+        response.message = TARED.format(stamp=self.last_stamp, bias=np.round(bias, 4).tolist())
         self.get_logger().info(response.message)
         return response
 
