@@ -17,7 +17,8 @@ setup(
     version='0.1.0',
     packages=find_packages(exclude=['test', 'test.*']),
     # the robots' URDFs and the nodes' parameter schemas (nodes/common/schema.py reads them)
-    package_data={package_name: ['robots/*.urdf'], f'{package_name}.nodes': ['*/parameters.yaml']},
+    package_data={package_name: ['robots/*.urdf'], f'{package_name}.nodes': ['*/parameters.yaml'],
+                  f'{package_name}.tools': ['*.parameters.yaml']},
     data_files=[
         ('share/ament_index/resource_index/packages', [f'resource/{package_name}']),
         (f'share/{package_name}', ['package.xml']),

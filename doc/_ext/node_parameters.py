@@ -1,8 +1,9 @@
 """Sphinx directive ``node-parameters``: a node's parameter table, from its parameter schema.
 
-The argument is the node's name; the table lists every parameter of its schema,
-robot_dynamics/nodes/<node>/parameters.yaml with the groups it includes (read by
-robot_dynamics.nodes.common.schema, as the node reads it), so the page cannot drift from what the
+The argument is the node's name (record_joint_states, a tool's node, too); the table lists every
+parameter of its schema, robot_dynamics/nodes/<node>/parameters.yaml (a tool's:
+robot_dynamics/tools/<node>.parameters.yaml) with the groups it includes, read by
+robot_dynamics.nodes.common.schema as the node reads it, so the page cannot drift from what the
 node declares.
 """
 from docutils import nodes

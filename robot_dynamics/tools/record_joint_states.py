@@ -31,30 +31,14 @@ from robot_dynamics.nodes.common.joint_states import DESCRIPTION_QOS, BadInput, 
     state_qos
 from robot_dynamics.nodes.common.node import Throttled
 from robot_dynamics.nodes.common.process import main as run_node
-from robot_dynamics.nodes.common.parameters import JOINT_STATES_RELIABILITY, ConfigError, Param, \
-    check as check_parameters, declare_parameters
+from robot_dynamics.nodes.common.parameters import ConfigError, check as check_parameters, \
+    declare_parameters
+from robot_dynamics.nodes.common.schema import load
 from robot_dynamics.tools import recording
 
 QUEUE_DEPTH = 1000   # a burst of joint states waits here while a callback runs
 DRAIN_TIME = 0.5     # s spent at most, after a signal, on messages already delivered
-PARAMS = (
-    Param('output', 'joint_states.npz', 'string', 'file to write, .npz or .csv', read_only=True),
-    Param('joints', [], 'string[]', "joints to record, in this column order (default: the first "
-          "message's)", read_only=True),
-    Param('duration', 0.0, 'double', 'stop once the stamps span this many seconds (0: at '
-          'SIGINT/SIGTERM)', read_only=True),
-    Param('min_samples', 1, 'integer', 'fewer samples at the end: no file, exit status 1',
-          read_only=True, range=(1, 10**9)),
-    Param('robot_description', '', 'string', 'URDF XML stored in the file (default: the '
-          'robot_description topic, if published)', read_only=True),
-    Param('urdf', '', 'string', 'URDF path stored in the file', read_only=True),
-    Param('measured_effort', 'torque', 'string', 'what joint_states effort is: torque (N m) or '
-          'current (A, recorded times torque_constants)', read_only=True,
-          choices=('torque', 'current')),
-    Param('torque_constants', [], 'double[]', 'N m/A at the joint, in joints order; required '
-          'with measured_effort current (then joints too)', read_only=True),
-    JOINT_STATES_RELIABILITY,
-)
+PARAMS = load('record_joint_states')   # its schema: record_joint_states.parameters.yaml
 
 
 def torque_constants(p):

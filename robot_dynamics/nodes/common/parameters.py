@@ -13,9 +13,6 @@ from .schema import TYPES, ConfigError, Param, check, section   # noqa: F401 (th
 MODEL_PARAMS = section('dynamics_controller', 'robot_description', 'base', 'tip', 'joints',
                        'gravity', 'payload', 'inertial_parameters', 'armature', 'friction')
 ROBOT_DESCRIPTION = MODEL_PARAMS[0]
-#: the joint-state subscription's parameters (the controller's and the estimator's)
-STATE_PARAMS = section('dynamics_controller', 'joint_states_reliability', 'state_timeout')
-JOINT_STATES_RELIABILITY = STATE_PARAMS[0]
 
 
 def declare_parameters(node, params):

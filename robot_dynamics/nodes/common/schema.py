@@ -35,6 +35,7 @@ from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescri
 
 NODES_DIR = pathlib.Path(__file__).resolve().parent.parent   # <node>/parameters.yaml
 COMMON = 'common'   # NODES_DIR/common/parameters.yaml: the groups node schemas include
+TOOLS_DIR = NODES_DIR.parent / 'tools'   # <tool>.parameters.yaml: a tool node's schema
 TYPES = {'bool': ParameterType.PARAMETER_BOOL, 'double': ParameterType.PARAMETER_DOUBLE,
          'integer': ParameterType.PARAMETER_INTEGER,
          'string': ParameterType.PARAMETER_STRING,
@@ -231,8 +232,13 @@ def groups(nodes_dir):
 
 @functools.lru_cache(maxsize=None)
 def load(node):
-    """The Params of ``<node>/parameters.yaml``: its included groups' in order, then its own."""
-    tree = read(NODES_DIR / node / 'parameters.yaml')
+    """The Params of ``<node>/parameters.yaml``: its included groups' in order, then its own.
+
+    A tool's node (record_joint_states) has its schema beside it, ``tools/<node>.parameters.yaml``.
+    """
+    path = NODES_DIR / node / 'parameters.yaml'
+    tool = TOOLS_DIR / f'{node}.parameters.yaml'
+    tree = read(tool if tool.exists() and not path.exists() else path)
     if set(tree) - {'include'} != {node}:
         raise ValueError(f'{node}/parameters.yaml: the top-level key must be {node!r} alone, '
                          "with an optional 'include'")

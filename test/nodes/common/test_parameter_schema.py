@@ -24,10 +24,11 @@ from robot_dynamics.nodes.dynamics_controller.controller import (COMPUTED_TORQUE
 from robot_dynamics.nodes.common.schema import ConfigError, Param, check, violation
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from robot_dynamics.simulation import ENGINES
+from robot_dynamics.tools.record_joint_states import JointStateRecorder
 
 FOLDERS = pathlib.Path(__file__).resolve().parents[3] / 'robot_dynamics' / 'nodes'
 NODES = {'dynamics_controller': DynamicsController, 'wrench_estimator': WrenchEstimator,
-         'arm_simulator': ArmSimulator}
+         'arm_simulator': ArmSimulator, 'record_joint_states': JointStateRecorder}
 RCLPY_OWN = {'use_sim_time', 'start_type_description_service'}   # rclpy declares these
 NODE_SPECIFIC = {'fast_path'}   # the same name, a different path in each node
 TYPES = {'bool': bool, 'int': int, 'double': float, 'string': str, 'double_array': list,
@@ -45,16 +46,22 @@ def flattened(mapping, prefix=''):
     return found
 
 
+def schema_file(node):
+    """A node's schema file, or a tool's node's (beside the tool)."""
+    path = FOLDERS / node / 'parameters.yaml'
+    return path if path.exists() else FOLDERS.parent / 'tools' / f'{node}.parameters.yaml'
+
+
 def own_entries(node):
     """{dotted name: entry} the node's schema file gives itself, read with plain PyYAML."""
-    tree = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())
+    tree = yaml.safe_load(schema_file(node).read_text())
     assert set(tree) <= {node, 'include'}
     return flattened(tree[node])
 
 
 def entries(node):
     """{dotted name: entry} of a node's schema: its included groups', then its own."""
-    tree = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())
+    tree = yaml.safe_load(schema_file(node).read_text())
     shared = yaml.safe_load((FOLDERS / 'common' / 'parameters.yaml').read_text())
     found = {}
     for group in tree.get('include', []):
@@ -105,7 +112,7 @@ def test_the_groups_come_first_in_the_order_included_and_each_is_used():
     shared = yaml.safe_load((FOLDERS / 'common' / 'parameters.yaml').read_text())
     used = set()
     for node in NODES:
-        included = yaml.safe_load((FOLDERS / node / 'parameters.yaml').read_text())['include']
+        included = yaml.safe_load(schema_file(node).read_text())['include']
         used.update(included)
         expected = [n for g in included for n in flattened(shared[g])] + list(own_entries(node))
         assert [p.name for p in schema.load(node)] == expected
