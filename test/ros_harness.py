@@ -23,7 +23,7 @@ import time
 import numpy as np
 import rclpy
 import yaml
-from builtin_interfaces.msg import Duration, Time
+from builtin_interfaces.msg import Duration
 from rcl_interfaces.msg import Parameter as ParameterMsg
 from rcl_interfaces.srv import GetParameters, ListParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
@@ -35,7 +35,7 @@ from std_srvs.srv import Trigger
 
 from robot_dynamics import run
 from robot_dynamics.bringup import NodeSpec
-from robot_dynamics.nodes.common.joint_states import LATCHED_QOS
+from robot_dynamics.nodes.common.joint_states import LATCHED_QOS, to_time  # noqa: F401 (tests)
 from robot_dynamics.nodes.common.joint_states import stamp_of  # noqa: F401 (for the tests)
 
 # depth: what a reader holds between the poller's takes while the test process is held up
@@ -71,11 +71,6 @@ def tare(probe):
     assert len(tared.name) == len(tared.effort) and np.isfinite(tared.effort).all(), tared
     assert f'stamped {stamp_of(tared):.6f} s' in response.message   # the answer says the same
     return stamp_of(tared)
-
-
-def to_time(t):
-    sec, nanosec = divmod(int(round(t * 1e9)), 10**9)
-    return Time(sec=sec, nanosec=nanosec)
 
 
 def to_duration(t):

@@ -60,7 +60,7 @@ def declared(nodes):
 
 
 def rows():
-    """(defaults, names, default cell) of each table row that names a node's parameter."""
+    """({name: schema default}, default cell) of each table row that names a node's parameter."""
     for page in sorted(DOC.rglob('*.md')):
         defaults = declared((page.stem,) if page.stem in NODES else NODES)
         for line, cells in tables(page.read_text()):

@@ -143,7 +143,7 @@ def trajectory_message(joint_names, start, times, positions, velocities=None,
                        accelerations=None):
     """trajectory_msgs/JointTrajectory through knots (times from ``start``, the states' clock)."""
     msg = JointTrajectory(joint_names=list(joint_names))
-    msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(round(start * 1e9)), 10**9)
+    msg.header.stamp = to_time(start)
     for k, (t, q) in enumerate(zip(times, positions)):
         point = JointTrajectoryPoint(positions=[float(x) for x in q])
         if velocities is not None:

@@ -27,7 +27,7 @@ from robot_dynamics.core.algorithms.task_law import modal_gains
 from robot_dynamics.core.task_control import (CartesianImpedance, OperationalSpace,
                                               pose_interpolation)
 
-from ..common.joint_states import BadInput, all_finite, to_seconds
+from ..common.joint_states import BadInput, all_finite, to_seconds, to_time
 from ..common.parameters import ConfigError, section, vector
 from .loop_health import CRITICAL
 
@@ -285,7 +285,7 @@ class TaskSpace:
         self.tip_published = t
         msg = self.tip_msg
         msg.header.frame_id = self.law.model.base
-        msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(int(round(t * 1e9)), 10**9)
+        msg.header.stamp = to_time(t)
         fill_pose(msg.pose, rd.frame_pose(self.law.model, q, self.law.frame))
         self.tip_pose.publish(msg)
 

@@ -17,7 +17,7 @@ from rclpy.action import CancelResponse, GoalResponse
 from rclpy.task import Future
 from trajectory_msgs.msg import JointTrajectoryPoint
 
-from ..common.joint_states import BadInput, to_seconds, to_array
+from ..common.joint_states import BadInput, to_array, to_seconds, to_time
 
 FEEDBACK_PERIOD = 0.02   # s of state time between feedback messages: 50 Hz
 ACTION = '~/follow_joint_trajectory'
@@ -206,8 +206,7 @@ class TrajectoryAction:
     def feedback(self, goal, t, q, v, qd, vd, ad):
         """Desired, actual and error (desired - actual) at the state stamped t."""
         msg = self.action.Feedback()
-        sec, nanosec = divmod(int(round(t * 1e9)), 10**9)
-        msg.header.stamp.sec, msg.header.stamp.nanosec = sec, nanosec
+        msg.header.stamp = to_time(t)
         msg.joint_names = list(self.context.arm().model.joint_names)
         msg.desired, msg.actual = point(qd, vd, ad), point(q, v)
         msg.error = point(qd - q, vd - v)
