@@ -85,7 +85,7 @@ def in_process_controllers_activate_at_once():
     sees has settled (common.writers.discovered_writers: 2-10 s after its start). The nodes a
     test builds in its own process have no peers to wait for (the test's are known at once),
     and 2-10 s per node was two thirds of the in-process fuzz tests' time. The wait itself is
-    tested on nodes in their own processes (test_nodes_one_writer).
+    tested on nodes in their own processes (test_one_writer).
     """
     from robot_dynamics.nodes.common import writers
     limit, writers.DISCOVERY_LIMIT = writers.DISCOVERY_LIMIT, 0.0

@@ -204,7 +204,7 @@ def at_test_pace(specs):
     """The NodeSpecs, each lock-stepped arm_simulator among them at TEST_PACE unless set.
 
     In lock step the simulated arm waits for each command, so a closed loop's figures do not
-    depend on how fast simulated time runs against the wall clock (test_nodes_lock_step proves
+    depend on how fast simulated time runs against the wall clock (test_lock_step proves
     it: paced at real time, then at TEST_PACE under load); faster, a closed-loop test takes
     less wall time. The bring-ups users run stay at real time.
     """

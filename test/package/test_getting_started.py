@@ -125,7 +125,7 @@ def check_launch(argv):
     package, launch_file, *arguments = argv
     assert package == PACKAGE, f'ros2 launch {package}: the package is {PACKAGE}'
     assert (REPO / 'launch' / launch_file).is_file(), f'no launch/{launch_file}'
-    # every launch file declares bringup.ARGUMENTS (test_nodes_launch.py checks that)
+    # every launch file declares bringup.ARGUMENTS (test_launch.py checks that)
     for argument in arguments:
         name, sep, value = argument.partition(':=')
         assert sep and name in bringup.ARGUMENTS, f'{launch_file} takes no argument {name!r}'

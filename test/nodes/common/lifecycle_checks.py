@@ -18,7 +18,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from ros_harness import file_specs, session
-from test_nodes_minimal_parameters import JOINTS, URDF, Pinocchio, state
+from test_minimal_parameters import JOINTS, URDF, Pinocchio, state
 
 Q = np.array([0.3, -1.2, 1.0, -0.8, 0.5, 0.2])
 NAMESPACE = 'managed'

@@ -2,7 +2,7 @@
 
 Its decimation on the states' clock, off costing nothing, and what each message carries, with
 control_msgs (JointTrajectoryControllerState) and without (the sensor_msgs/JointState
-fallbacks). The node's publication over DDS: test_nodes_trajectory_action.py.
+fallbacks). The node's publication over DDS: test_trajectory_action.py.
 """
 import math
 import types

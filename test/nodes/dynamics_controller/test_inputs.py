@@ -61,7 +61,7 @@ class Controller:
         self.launch = ros.launch(bringup.nodes('gravity_compensation', robot='panda', overrides={
             'dynamics_controller': {'state_timeout': TIMEOUT,
                                     # single commands against Pinocchio: no rate limit here
-                                    # (tested in test_nodes_faults.py)
+                                    # (tested in test_faults.py)
                                     'max_effort_rate': 1e9}}))
         self.pinocchio = Pinocchio()
 
@@ -199,7 +199,7 @@ def test_effort_limits_clamp_the_command(controller):
 def test_computed_torque_reference_matches_pinocchio(controller):
     """At rest, τ = M(q) K_p (q_ref − q) + g(q); without a reference it holds where it was.
 
-    A streamed reference is reached within the limits (test_nodes_contact_safety.py): the
+    A streamed reference is reached within the limits (test_contact_safety.py): the
     check is once it rests on q_ref.
     """
     c = controller

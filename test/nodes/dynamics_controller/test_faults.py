@@ -20,7 +20,7 @@ from robot_dynamics import bringup
 from robot_dynamics.nodes.dynamics_controller.command_output import RATE_SLACK
 from robot_dynamics.nodes.wrench_estimator import WrenchEstimator
 from ros_harness import BEST_EFFORT, session, stamp_of, to_duration
-from test_nodes_fuzz import CONFIG, JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state
+from test_fuzz import CONFIG, JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state
 
 MODEL = rd.load_urdf(URDF, 'panda_link0', 'panda_hand_tcp')
 RATE = 1000.0   # N m/s, the documented default of max_effort_rate

@@ -51,7 +51,7 @@ from robot_dynamics.nodes.common.contact_safety import EVENT_QOS
 from robot_dynamics.nodes.common.joint_states import wrench_message
 from ros_harness import (BEST_EFFORT, ArmView, session, stamp_of, to_duration, to_time,
                          trajectory_answer)
-from test_nodes_fuzz import Harness
+from test_fuzz import Harness
 
 PAYLOAD = {'payload.mass': 2.0, 'payload.com': [0.0, 0.0, 0.05]}
 Q0 = np.array([0.0, -1.2, 1.5, -1.9, -1.57, 0.0])   # config/ur5e.yaml's initial position
@@ -316,7 +316,7 @@ def test_diagnostics_and_markers(arm):
 def test_the_marker_timer_runs_only_while_someone_subscribes(ros_in_process):
     """~/pfl_markers: a timer at pfl.marker_rate while subscribed, none otherwise.
 
-    An in-process controller (test_nodes_fuzz's) spun here; the probe subscribes and leaves.
+    An in-process controller (test_fuzz's) spun here; the probe subscribes and leaves.
     """
     h = Harness()
     limiter, executor = h.node.limiter, SingleThreadedExecutor()

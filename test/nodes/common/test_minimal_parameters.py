@@ -227,7 +227,7 @@ def test_states_naming_none_of_the_joints_get_a_throttled_warning(nodes):
     """Prefixed names, as a second arm's driver sends them: one WARN a FOREIGN_PERIOD.
 
     Only while none of the node's own joints came for that long (a gripper's states beside the
-    arm's stay quiet: test_nodes_inputs.py); the test waits that long after its own states.
+    arm's stay quiet: test_inputs.py); the test waits that long after its own states.
     """
     foreign = [f'left_{j}' for j in JOINTS]
     labels = ('gravity.dynamics_controller', 'estimator.wrench_estimator')

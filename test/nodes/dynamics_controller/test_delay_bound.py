@@ -11,7 +11,7 @@ With the states 15 ms late (the simulator's ``faults.delay``), the bound drops t
 import numpy as np
 
 from robot_dynamics.nodes.common.joint_states import wrench_message
-from test_nodes_timing_faults import Arm
+from test_timing_fault_stability import Arm
 
 STIFFNESS = [800.0, 800.0, 800.0, 300.0, 300.0, 300.0]   # translation first, as the parameter
 PUSH = 20.0   # N along x of the base

@@ -13,7 +13,7 @@ estimator keep config/panda.yaml and the nominal URDF. In order:
 4. at rest under computed torque: the wrench estimator's bias; then a 15 N push.
 
 Each figure must be bad in the way a plant unlike its model makes it (on the nominal plant the
-same loops give drift < 1e-3 rad, tracking < 1e-3 rad, wrench within 0.01 N: test_nodes_*).
+same loops give drift < 1e-3 rad, tracking < 1e-3 rad, wrench within 0.01 N: the node tests).
 About 40 s.
 """
 import numpy as np

@@ -1,6 +1,6 @@
 """The controller options for a real arm in the dynamics_controller node, in process (no DDS).
 
-The node's callbacks are called by the test (test_nodes_fuzz's Harness: a real rclpy node, its
+The node's callbacks are called by the test (test_fuzz's Harness: a real rclpy node, its
 publisher spied on, a fake monotonic clock); the expected commands come from the closed forms of
 the laws (rd.rnea, rd.mass_matrix), not from the node's law objects.
 """
@@ -9,7 +9,7 @@ import pytest
 from rclpy.parameter import Parameter
 
 import robot_dynamics as rd
-from test_nodes_fuzz import JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state
+from test_fuzz import JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state
 
 MODEL = rd.load_urdf(URDF, 'panda_link0', 'panda_hand_tcp')
 KP, KD = 400.0, 40.0   # config/panda.yaml
