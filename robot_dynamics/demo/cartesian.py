@@ -21,7 +21,6 @@ import time
 import numpy as np
 import yaml
 from geometry_msgs.msg import PoseStamped, WrenchStamped
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from scipy.spatial.transform import Rotation
 
 from robot_dynamics.demo import session as demo
@@ -36,26 +35,22 @@ CONTROLLER = {'mode': 'cartesian_impedance', 'cartesian.stiffness': STIFFNESS}
 class CartesianObserver(demo.Observer):
     """The demo's observer with the controller's ~/tip_pose and ~/target_pose."""
 
-    def __init__(self):
-        super().__init__()
-        self.tips = []
-        self.create_subscription(PoseStamped, '/dynamics_controller/tip_pose', self.tips.append,
-                                 QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE))
-        self.target = self.create_publisher(PoseStamped, '/dynamics_controller/target_pose', 10)
+    def __init__(self, probe):
+        super().__init__(probe)
+        self.tips = probe.record(PoseStamped, '/dynamics_controller/tip_pose')
+        self.target = probe.create_publisher(PoseStamped, '/dynamics_controller/target_pose', 10)
 
     def now(self):
         """The arm's clock as the controller's ~/tip_pose (100 Hz) tells it."""
-        return stamp_of(self.tips[-1]) if self.tips else 0.0
+        return stamp_of(self.tips.messages[-1]) if len(self.tips) else 0.0
 
     def stop_fast_topics(self):
         """No more 1 kHz joint states and wrenches here: the target stream keeps its pace."""
-        for subscription in list(self.subscriptions):
-            if subscription.topic_name in ('/joint_states', '/wrench_estimator/wrench'):
-                self.executor.create_task(self.destroy_subscription, subscription)
+        self.probe.stop_recording(self.states, self.wrenches)
 
     def tip(self, since, until=np.inf):
         """(stamps, positions (k, 3), rotation vectors (k, 3)) of ~/tip_pose in [since, until]."""
-        picked = [m for m in list(self.tips) if since <= stamp_of(m) <= until]
+        picked = [m for m in list(self.tips.messages) if since <= stamp_of(m) <= until]
         if not picked:
             raise RuntimeError(f'no ~/tip_pose stamped in [{since:.3f}, {until:.3f}]: the '
                                'controller stopped publishing?')
@@ -183,9 +178,10 @@ def main(args, name):
         residual, reach_error, reach_rotation = reach(observer, tip, p0, r0)
         print('5. operational_space: a streamed circle, with and without inertia shaping',
               flush=True)
-        observer.set_parameter('dynamics_controller', 'mode', 'operational_space')
+        observer.probe.apply_parameters('dynamics_controller', {'mode': 'operational_space'})
         circles = {'shaped': circle(observer, base, 'inertia shaping')}
-        observer.set_parameter('dynamics_controller', 'operational_space.inertia_shaping', False)
+        observer.probe.apply_parameters('dynamics_controller',
+                                        {'operational_space.inertia_shaping': False})
         circles['unshaped'] = circle(observer, base, 'no inertia shaping')
         controller = observer.diagnostics.get('dynamics_controller', {})
     out = pathlib.Path(args.out)

@@ -34,7 +34,7 @@ def gravity_compensation(observer, processes, joints, q0):
 
 
 def tracking(observer, joints, lower, upper):
-    observer.set_parameter('dynamics_controller', 'mode', 'computed_torque')
+    observer.probe.apply_parameters('dynamics_controller', {'mode': 'computed_torque'})
     observer.wait_until(observer.now() + 0.3)
     q_now = observer.positions(joints, observer.now() - 0.01, np.inf)[1][-1]
     times = np.arange(len(WAYPOINT_OFFSETS), dtype=float)
@@ -75,7 +75,8 @@ def push(observer, base, wrench):
     applied_at = None
     deadline = time.monotonic() + 20.0
     while applied_at is None:   # the first estimate above 5 % of the push (within ~1 ms of it)
-        applied_at = next((stamp_of(m) for m in list(observer.wrenches) if stamp_of(m) > before and
+        applied_at = next((stamp_of(m) for m in list(observer.wrenches.messages)
+                           if stamp_of(m) > before and
                            np.linalg.norm(vector(m)[3:]) > 0.05 * np.linalg.norm(wrench[3:])),
                           None)
         if time.monotonic() > deadline:
@@ -84,7 +85,7 @@ def push(observer, base, wrench):
     progress(observer, applied_at + PUSH_TIME, 'pushing the end effector')
     publish(np.zeros(6))
     progress(observer, observer.now() + 0.5, 'released')
-    picked = [m for m in list(observer.wrenches) if before - 0.2 <= stamp_of(m)]
+    picked = [m for m in list(observer.wrenches.messages) if before - 0.2 <= stamp_of(m)]
     t = np.array([stamp_of(m) for m in picked]) - applied_at
     estimates = np.array([vector(m) for m in picked])
     settled = estimates[(t >= 0.3) & (t <= PUSH_TIME - 0.05)].mean(axis=0)
@@ -93,7 +94,7 @@ def push(observer, base, wrench):
     falling = (t > 0.3) & (estimates[:, 3:] @ wrench[3:] < 0.95 * settled[3:] @ wrench[3:])
     duration = t[np.argmax(falling)] if falling.any() else PUSH_TIME
     tares = len(observer.biases)
-    response = observer.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
+    response = observer.probe.call(Trigger, '/wrench_estimator/tare', Trigger.Request())
     if response is None or not response.success:
         raise RuntimeError(f'~/tare did not answer or refused: {response}')
     deadline = time.monotonic() + 5.0
@@ -101,10 +102,11 @@ def push(observer, base, wrench):
         if time.monotonic() > deadline:
             raise RuntimeError('~/tare answered but ~/bias brought no message')
         time.sleep(0.01)
-    tared = stamp_of(observer.biases[-1])
-    while stamp_of(observer.wrenches[-1]) < tared + 0.3:
+    tared = stamp_of(observer.biases.messages[-1])
+    while stamp_of(observer.wrenches.messages[-1]) < tared + 0.3:
         time.sleep(0.01)
-    return t, estimates, duration, settled, np.linalg.norm(vector(observer.wrenches[-1])[3:])
+    residual = np.linalg.norm(vector(observer.wrenches.messages[-1])[3:])
+    return t, estimates, duration, settled, residual
 
 
 def plot(path, title, tracking, push):

@@ -1,9 +1,9 @@
-"""The demo's bring-up and its probe: the simulated arm on MuJoCo, and the node that watches it.
+"""The demo's bring-up and what it watches: the simulated arm on MuJoCo, observed by the probe.
 
 ``session`` starts the ``simulated_arm`` bring-up (one process per node, loopback DDS, a domain
-of its own) for a shipped robot or any URDF (``arm_config``), with an ``Observer`` spinning
-beside it; ``wait_for_release`` and ``progress`` follow the arm's clock, the newest joint
-state's stamp.
+of its own) for a shipped robot or any URDF (``arm_config``), with the package's probe spinning
+beside it (robot_dynamics.probe) and an ``Observer`` recording on it; ``wait_for_release`` and
+``progress`` follow the arm's clock, the newest joint state's stamp.
 """
 import contextlib
 import os
@@ -11,7 +11,6 @@ import pathlib
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 import numpy as np
@@ -19,18 +18,14 @@ import rclpy
 import yaml
 from diagnostic_msgs.msg import DiagnosticArray
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.srv import SetParameters
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
-from rclpy.parameter import Parameter
-from rclpy.qos import QoSProfile, ReliabilityPolicy
 from rclpy.time import Time
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory
 
 from robot_dynamics import bringup, run
-from robot_dynamics.nodes.common.joint_states import LATCHED_QOS, stamp_of
+from robot_dynamics.nodes.common.joint_states import LATCHED_QOS
+from robot_dynamics.probe import BEST_EFFORT, ArmView, spinning
 
 # MuJoCo, in the bring-up's lock step with the controller
 SIMULATOR = {'engine': 'mujoco'}
@@ -41,67 +36,36 @@ def ros_time(t, kind=Time):
     return kind(nanoseconds=int(round(t * 1e9))).to_msg()
 
 
-class Observer(Node):
-    """Records joint states, wrench estimates and diagnostics; talks to the nodes."""
+class Observer(ArmView):
+    """What the demo records and sends, on the package's probe: the arm's clock is its states'.
 
-    def __init__(self):
-        super().__init__('demo')
-        self.states, self.wrenches, self.diagnostics = [], [], {}
-        # 0.1 s of 1 kHz messages: starved of CPU, the demo loses states rather than falling
-        # behind the arm's clock (its `now` decides when the trajectory starts)
-        best_effort = QoSProfile(depth=100, reliability=ReliabilityPolicy.BEST_EFFORT)
-        self.create_subscription(JointState, 'joint_states', self.states.append, best_effort)
-        self.create_subscription(WrenchStamped, '/wrench_estimator/wrench',
-                                 self.wrenches.append, best_effort)
-        self.create_subscription(DiagnosticArray, '/diagnostics', self.on_diagnostics, 10)
-        self.biases = []   # the estimator's ~/bias, one per tare
-        self.create_subscription(JointState, '/wrench_estimator/bias', self.biases.append,
-                                 LATCHED_QOS)
-        self.released = threading.Event()   # the first effort command releases the brakes
-        self.commands = self.create_subscription(Float64MultiArray, 'effort_controller/commands',
-                                                 lambda _: self.released.set(), best_effort)
-        self.trajectory = self.create_publisher(JointTrajectory,
-                                                '/dynamics_controller/joint_trajectory', 10)
-        self.wrench = self.create_publisher(WrenchStamped, '/arm_simulator/external_wrench', 10)
+    Records the joint states, the wrench estimates, /diagnostics and the estimator's ~/bias
+    (one per tare); the first effort command says the brakes are released.
+    """
 
-    def on_diagnostics(self, msg):
-        for status in msg.status:
-            values = {kv.key: kv.value for kv in status.values}
-            self.diagnostics[status.name.split(':')[0]] = values
+    def __init__(self, probe):
+        self.probe = probe
+        self.states = probe.record(JointState, 'joint_states', BEST_EFFORT)
+        self.wrenches = probe.record(WrenchStamped, '/wrench_estimator/wrench', BEST_EFFORT)
+        self.diagnostic_arrays = probe.record(DiagnosticArray, '/diagnostics')
+        self.biases = probe.record(JointState, '/wrench_estimator/bias', LATCHED_QOS)
+        self.commands = probe.record(Float64MultiArray, 'effort_controller/commands', BEST_EFFORT)
+        self.trajectory = probe.create_publisher(JointTrajectory,
+                                                 '/dynamics_controller/joint_trajectory', 10)
+        self.wrench = probe.create_publisher(WrenchStamped, '/arm_simulator/external_wrench', 10)
 
-    def now(self):
-        """The simulated arm's clock: the newest joint state's stamp."""
-        return stamp_of(self.states[-1]) if self.states else 0.0
-
-    def wait_until(self, t, timeout=30.0):
-        deadline = time.monotonic() + timeout
-        while self.now() < t:
-            if time.monotonic() > deadline:
-                raise TimeoutError('the simulated arm stopped publishing joint states')
-            time.sleep(0.01)
+    @property
+    def diagnostics(self):
+        """{node: {key: value}} of each node's newest diagnostic status."""
+        newest = {}
+        for array in list(self.diagnostic_arrays.messages):
+            for status in array.status:
+                newest[status.name.split(':')[0]] = {kv.key: kv.value for kv in status.values}
+        return newest
 
     def positions(self, joints, since, until):
-        picked = [m for m in list(self.states) if since <= stamp_of(m) <= until]
-        index = [list(picked[0].name).index(j) for j in joints]
-        return (np.array([stamp_of(m) for m in picked]),
-                np.array([np.asarray(m.position)[index] for m in picked]))
-
-    def call(self, srv_type, name, request, timeout=10.0):
-        client = self.create_client(srv_type, name)
-        if not client.wait_for_service(timeout):
-            raise TimeoutError(f'{name} is not available')
-        future = client.call_async(request)
-        done = threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        done.wait(timeout)
-        return future.result()
-
-    def set_parameter(self, node, name, value):
-        request = SetParameters.Request(parameters=[Parameter(name, value=value)
-                                                    .to_parameter_msg()])
-        result = self.call(SetParameters, f'/{node}/set_parameters', request).results[0]
-        if not result.successful:
-            raise RuntimeError(f'{node} rejected {name}: {result.reason}')
+        """Stamps and (k, n) joint angles, in ``joints`` order, of the states in [since, until]."""
+        return self.joint_arrays(joints, since, until)
 
 
 SILENCE = 60.0   # s: the nodes logged nothing for this long, no command yet: they are stuck
@@ -115,7 +79,7 @@ def wait_for_release(observer, processes):
     """
     print('   waiting for the nodes ...', flush=True)
     heard = time.monotonic()
-    while not (observer.released.wait(0.5) and observer.states):
+    while not (observer.commands.wait(1, 0.5) and len(observer.states)):
         if processes.exited():
             raise RuntimeError(f'nodes exited: {processes.exited()} (their logs follow)')
         for line in processes.new_lines():
@@ -125,8 +89,7 @@ def wait_for_release(observer, processes):
         if time.monotonic() - heard > SILENCE:
             raise TimeoutError(f'no effort command and no word from the nodes for {SILENCE:.0f} '
                                's: is the controller running? (their logs follow)')
-    # no more 1 kHz callbacks; destroyed in the executor's thread, where it is safe
-    observer.executor.create_task(observer.destroy_subscription, observer.commands)
+    observer.probe.stop_recording(observer.commands)   # a 1 kHz topic no step reads
 
 
 def progress(observer, until, what):
@@ -204,28 +167,24 @@ def session(args, name, observer_class=None, controller=None):
         os.environ.update({k: env[k] for k in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION',
                                                'FASTDDS_DEFAULT_PROFILES_FILE', 'ROS_LOG_DIR')})
         rclpy.init()
-        observer = (observer_class or Observer)()
-        executor = SingleThreadedExecutor()
-        executor.add_node(observer)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
-        spinner.start()
-        print(f'{name} ({arm[1]} -> {arm[2]}) on MuJoCo: arm_simulator, dynamics_controller, '
-              f'wrench_estimator (ROS_DOMAIN_ID={domain}, loopback DDS; logs in {work})',
-              flush=True)
-        specs = bringup.nodes('simulated_arm', robot=args.robot, urdf=args.urdf or '',
-                              config=arm[0], overrides={'arm_simulator': SIMULATOR,
-                                                        'dynamics_controller': controller or {}})
-        processes = run.Processes(specs, env, work, output=work)
         try:
-            yield observer, processes, arm
+            with spinning('demo') as probe:
+                observer = (observer_class or Observer)(probe)
+                print(f'{name} ({arm[1]} -> {arm[2]}) on MuJoCo: arm_simulator, '
+                      f'dynamics_controller, wrench_estimator (ROS_DOMAIN_ID={domain}, loopback '
+                      f'DDS; logs in {work})', flush=True)
+                specs = bringup.nodes('simulated_arm', robot=args.robot, urdf=args.urdf or '',
+                                      config=arm[0],
+                                      overrides={'arm_simulator': SIMULATOR,
+                                                 'dynamics_controller': controller or {}})
+                processes = run.Processes(specs, env, work, output=work)
+                try:
+                    yield observer, processes, arm
+                finally:
+                    report_logs(work, processes.stop())
         finally:
-            codes = processes.stop()
-            executor.shutdown()
-            spinner.join(5.0)
-            observer.destroy_node()
             rclpy.try_shutdown()
             lock.close()
-            report_logs(work, codes)
 
 
 def report_logs(work, codes):

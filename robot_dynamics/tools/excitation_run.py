@@ -11,16 +11,14 @@ import time
 
 import numpy as np
 import rclpy
-from rcl_interfaces.srv import GetParameters, SetParameters
 from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
-from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 from sensor_msgs.msg import JointState
 from trajectory_msgs import msg as trajectory_msgs
 
 from robot_dynamics.core.trajectory import JointTrajectory
-from robot_dynamics.nodes.common.joint_states import stamp_of, state_qos, trajectory_message
+from robot_dynamics.nodes.common.joint_states import stamp_of, trajectory_message
+from robot_dynamics.probe import BEST_EFFORT, ParametersRefused, spinning
 from robot_dynamics.tools.excitation_check import Refused
 
 LEAD = 0.5      # s between sending a trajectory and its start, on the joint states' clock
@@ -29,27 +27,41 @@ ARRIVED = 0.02  # rad: the arm is at q0 when every joint is this close after the
 ASTRAY = 0.25   # rad: farther from q0 after the approach, the arm is not following
 
 
-class Exciter(Node):
-    """The newest joint state, the controller's parameter service and trajectory topic."""
+class Excitation:
+    """The controller the excitation runs through, on the package's probe.
 
-    def __init__(self, controller, joints):
-        super().__init__('excite')
-        self.controller, self.joints, self.state = controller, list(joints), None
-        self.subscription = self.create_subscription(JointState, 'joint_states', self.on_state,
-                                                     state_qos('best_effort', 10))
-        self.publisher = self.create_publisher(trajectory_msgs.JointTrajectory,
-                                               f'/{controller}/joint_trajectory', 10)
-        self.parameters = self.create_client(GetParameters, f'/{controller}/get_parameters')
-        self.setter = self.create_client(SetParameters, f'/{controller}/set_parameters')
+    The newest joint state, the controller's parameters and its trajectory topic; ``timeout``:
+    how long to wait for each.
+    """
 
-    def on_state(self, msg):
-        if set(self.joints) <= set(msg.name) and len(msg.position) == len(msg.name):
-            self.state = msg
+    def __init__(self, probe, controller, joints, timeout):
+        self.probe, self.controller, self.joints = probe, controller, list(joints)
+        self.timeout, self.states = timeout, None
+        self.watch()
+        self.publisher = probe.create_publisher(trajectory_msgs.JointTrajectory,
+                                                f'/{controller}/joint_trajectory', 10)
+
+    def watch(self, on=True):
+        """Record the joint states (on), or stop: one 1 kHz subscription in this process."""
+        if on:
+            self.states = self.probe.record(JointState, 'joint_states', BEST_EFFORT)
+        else:
+            self.probe.stop_recording(self.states)
+
+    def newest(self):
+        """The newest joint state that names every joint with its position, or None."""
+        for msg in reversed(self.states.messages[-100:]):
+            if set(self.joints) <= set(msg.name) and len(msg.position) == len(msg.name):
+                return msg
+        return None
 
     def position(self):
-        """(stamp, q in ``joints`` order) of the newest joint state."""
-        index = [list(self.state.name).index(j) for j in self.joints]
-        return stamp_of(self.state), np.asarray(self.state.position)[index]
+        """(stamp, q in ``joints`` order) of the newest joint state (waiting for one)."""
+        spin_until(lambda: self.newest() is not None, self.timeout,
+                   f'no joint states naming every joint for {self.timeout} s')
+        state = self.newest()
+        index = [list(state.name).index(j) for j in self.joints]
+        return stamp_of(state), np.asarray(state.position)[index]
 
     def send(self, trajectory, start):
         """Publish a core JointTrajectory's knots, starting at ``start`` on the states' clock."""
@@ -57,47 +69,36 @@ class Exciter(Node):
             self.joints, start, trajectory.times, trajectory.positions, trajectory.velocities,
             trajectory.accelerations))
 
+    def parameter(self, name):
+        """The value of one of the controller's parameters (its get_parameters service)."""
+        try:
+            return self.probe.get_parameters(self.controller, name)[name]
+        except TimeoutError:
+            raise Refused(f'no controller answers at /{self.controller}/get_parameters within '
+                          f'{self.timeout} s: is {self.controller} running (and this terminal in '
+                          'its ROS_DOMAIN_ID)?') from None
 
-def spin_until(executor, condition, timeout, what):
-    """Spin until condition() holds; Refused(what) after ``timeout`` s."""
+
+def spin_until(condition, timeout, what, step=lambda: time.sleep(0.01)):
+    """step() until condition() holds; Refused(what) after ``timeout`` s."""
     deadline = time.monotonic() + timeout
     while not condition():
         if time.monotonic() > deadline:
             raise Refused(what)
-        executor.spin_once(timeout_sec=0.05)
+        step()
 
 
-def controller_mode(node, executor, timeout):
-    """The controller's ``mode`` parameter, through its get_parameters service."""
-    return controller_parameter(node, executor, timeout, 'mode').string_value
-
-
-def controller_parameter(node, executor, timeout, name):
-    """The ParameterValue of one of the controller's parameters."""
-    what = (f'no controller answers at /{node.controller}/get_parameters within {timeout} s: '
-            f'is {node.controller} running (and this terminal in its ROS_DOMAIN_ID)?')
-    spin_until(executor, node.parameters.service_is_ready, timeout, what)
-    future = node.parameters.call_async(GetParameters.Request(names=[name]))
-    spin_until(executor, future.done, timeout, what)
-    return future.result().values[0]
-
-
-def compensate(node, executor, model, terms, timeout):
+def compensate(arm, model, terms):
     """Set the joint terms {kind: (nv,) chain order} on the controller, in its joints' order."""
-    joints = list(controller_parameter(node, executor, timeout, 'joints').string_array_value)
+    joints = list(arm.parameter('joints'))
     index = [model.joint_names.index(j) for j in joints] if joints else range(model.nv)
     names = dict(armature='armature', viscous='friction.viscous', coulomb='friction.coulomb')
     values = {names[k]: [float(x[i]) for i in index] for k, x in terms.items()}
-    spin_until(executor, node.setter.service_is_ready, timeout,
-               f'/{node.controller}/set_parameters does not answer')
-    future = node.setter.call_async(SetParameters.Request(parameters=[
-        Parameter(k, value=v).to_parameter_msg() for k, v in values.items()]))
-    spin_until(executor, future.done, timeout, f'/{node.controller}/set_parameters: no answer')
-    refused = [f'{k}: {r.reason}' for k, r in zip(values, future.result().results)
-               if not r.successful]
-    if refused:
-        raise Refused(f'{node.controller} refused the compensation: ' + '; '.join(refused))
-    print(f'{node.controller} now compensates (until you load the fit): ' + ', '.join(
+    try:
+        arm.probe.apply_parameters(arm.controller, values, arm.timeout)
+    except (ParametersRefused, TimeoutError) as error:
+        raise Refused(f'{arm.controller}: the compensation was not set: {error}') from None
+    print(f'{arm.controller} now compensates (until you load the fit): ' + ', '.join(
         f'{k} {np.round(v, 3).tolist()}' for k, v in values.items()), flush=True)
 
 
@@ -115,8 +116,8 @@ def assess(path, model, trajectory, start):
                                    v, q)
 
 
-def wait_for_stamp(node, executor, t, timeout):
-    spin_until(executor, lambda: node.state is not None and stamp_of(node.state) >= t, timeout,
+def wait_for_stamp(arm, t, timeout):
+    spin_until(lambda: (state := arm.newest()) is not None and stamp_of(state) >= t, timeout,
                f'joint states stopped before t = {t:.3f} s')
 
 
@@ -130,51 +131,59 @@ def approach(model, q_from, q_to, speed):
     return JointTrajectory([duration], [q_to], np.zeros((1, model.nv)), np.zeros((1, model.nv)))
 
 
-def move_to_start(node, executor, model, q0, args):
+def move_to_start(arm, model, q0, args):
     """Approach q0 at args.approach_speed unless the arm is there.
 
     Under a model unlike the arm, computed torque leaves a steady error: a note beyond ARRIVED;
     Refused beyond ASTRAY (the arm does not follow the controller).
     """
-    stamp, q = node.position()
+    stamp, q = arm.position()
     if np.abs(q - q0).max() < ARRIVED:
         return
     path = approach(model, q, q0, args.approach_speed)
     print(f'moving to q0 over {path.duration:.1f} s', flush=True)
-    node.send(path, stamp + LEAD)
-    wait_for_stamp(node, executor, stamp + LEAD + path.duration + 0.5,
-                   path.duration + args.timeout)
-    off = np.abs(node.position()[1] - q0).max()
+    arm.send(path, stamp + LEAD)
+    wait_for_stamp(arm, stamp + LEAD + path.duration + 0.5, path.duration + args.timeout)
+    off = np.abs(arm.position()[1] - q0).max()
     if off > ASTRAY:
-        raise Refused(f'the arm did not reach q0: at {np.round(node.position()[1], 4).tolist()}')
+        raise Refused(f'the arm did not reach q0: at {np.round(arm.position()[1], 4).tolist()}')
     if off > ARRIVED:
         print(f'note: the arm stands {off:.3g} rad from q0 (the steady error of computed torque '
               'on this model); the excitation starts from the reference q0', flush=True)
 
 
-def record(node, executor, trajectory, args):
-    """Send the excitation and record it; returns (the recorder's exit status, its start)."""
+def record(arm, trajectory, args):
+    """Send the excitation and record it; returns (the recorder's exit status, its start).
+
+    The recorder is record_joint_states' node, spun here; the probe stops recording the states
+    meanwhile (one 1 kHz subscription in this process).
+    """
     from robot_dynamics.tools.record_joint_states import JointStateRecorder
-    node.destroy_subscription(node.subscription)   # one 1 kHz subscription in this process
+    arm.watch(False)
     recorder = JointStateRecorder()
+    executor = SingleThreadedExecutor()
     executor.add_node(recorder)
+
+    def step():
+        executor.spin_once(timeout_sec=0.05)
     try:
-        spin_until(executor, lambda: len(recorder.stamps) > 0, args.timeout,
-                   'the recorder receives no joint states')
+        spin_until(lambda: len(recorder.stamps) > 0, args.timeout,
+                   'the recorder receives no joint states', step)
         start = recorder.stamps[-1] * 1e-9 + LEAD
-        node.send(trajectory, start)
+        arm.send(trajectory, start)
         print(f'exciting for {trajectory.duration:.1f} s, recording to {args.output}',
               flush=True)
         while not recorder.done:   # a loaded simulator may run far slower than real time
             count = len(recorder.stamps)
-            spin_until(executor, lambda: recorder.done or len(recorder.stamps) > count,
-                       args.timeout, f'the recording did not complete: no joint states for '
-                       f'{args.timeout} s')
+            spin_until(lambda: recorder.done or len(recorder.stamps) > count, args.timeout,
+                       f'the recording did not complete: no joint states for {args.timeout} s',
+                       step)
         recorder.drain(executor)
         return recorder.write(), start
     finally:
-        executor.remove_node(recorder)
+        executor.shutdown()
         recorder.destroy_node()
+        arm.watch()
 
 
 def run(args, model, trajectory, fit_command):
@@ -186,22 +195,20 @@ def run(args, model, trajectory, fit_command):
     if args.urdf:
         ros_args += ['-p', f'urdf:={args.urdf}']
     rclpy.init(args=ros_args, signal_handler_options=SignalHandlerOptions.NO)
-    node = Exciter(args.controller, model.joint_names)
-    executor = SingleThreadedExecutor()
-    executor.add_node(node)
     try:
-        mode = controller_mode(node, executor, args.timeout)
-        if mode != 'computed_torque':
-            raise Refused(f'{node.controller} is in mode {mode!r}, not computed_torque: the '
-                          f'arm would not follow the excitation. Switch it: ros2 param set '
-                          f'/{node.controller} mode computed_torque')
-        spin_until(executor, lambda: node.publisher.get_subscription_count() > 0 and
-                   node.state is not None, args.timeout,
-                   f'no joint states, or {node.controller} does not subscribe to its trajectory')
-        motions = excite_checked(node, executor, model, trajectory, args)
+        with spinning('excite') as probe:
+            arm = Excitation(probe, args.controller, model.joint_names, args.timeout)
+            mode = arm.parameter('mode')
+            if mode != 'computed_torque':
+                raise Refused(f'{arm.controller} is in mode {mode!r}, not computed_torque: the '
+                              f'arm would not follow the excitation. Switch it: ros2 param set '
+                              f'/{arm.controller} mode computed_torque')
+            spin_until(lambda: arm.publisher.get_subscription_count() > 0 and
+                       arm.newest() is not None, args.timeout,
+                       f'no joint states, or {arm.controller} does not subscribe to its '
+                       'trajectory')
+            motions = excite_checked(arm, model, trajectory, args)
     finally:
-        executor.shutdown()
-        node.destroy_node()
         rclpy.try_shutdown()
     from robot_dynamics.tools import excitation_check
     print(excitation_check.report(motions), flush=True)
@@ -211,12 +218,12 @@ def run(args, model, trajectory, fit_command):
     return fit_or_print(args, fit_command)
 
 
-def excite_checked(node, executor, model, trajectory, args):
+def excite_checked(arm, model, trajectory, args):
     """Approach, excite and record; again compensated if a joint lags; the JointMotions."""
     from robot_dynamics.tools import excitation_check, fitting, recording
     for attempt in range(2):
-        move_to_start(node, executor, model, trajectory.positions[0], args)
-        status, start = record(node, executor, trajectory, args)
+        move_to_start(arm, model, trajectory.positions[0], args)
+        status, start = record(arm, trajectory, args)
         if status:
             raise Refused(f'the recording failed (status {status})')
         motions = assess(args.output, model, trajectory, start)
@@ -230,7 +237,7 @@ def excite_checked(node, executor, model, trajectory, args):
             terms = excitation_check.compensation(model, samples, motions)
         except (fitting.FitError, ValueError) as error:
             raise Refused(f'cannot compensate the lagging joints: {error}') from None
-        compensate(node, executor, model, terms, args.timeout)
+        compensate(arm, model, terms)
 
 
 def fit_or_print(args, fit_command):

@@ -25,23 +25,18 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 
 import numpy as np
 import rclpy
 import yaml
 from geometry_msgs.msg import WrenchStamped
-from rcl_interfaces.srv import SetParameters
-from rclpy.executors import SingleThreadedExecutor
-from rclpy.node import Node
-from rclpy.parameter import Parameter
 from sensor_msgs.msg import JointState
 from trajectory_msgs.msg import JointTrajectory
 
 import robot_dynamics as rd
 from robot_dynamics import bringup, run
-from robot_dynamics.nodes.common.joint_states import stamp_of, state_qos, trajectory_message
+from robot_dynamics.nodes.common.joint_states import trajectory_message
+from robot_dynamics.probe import BEST_EFFORT, ArmView, expect, spinning, window
 
 STEP, PUSH, DRIFT = 0.15, 15.0, 5.0   # rad, N, s
 KNOT = 0.02
@@ -49,58 +44,26 @@ EXCITE_TIMEOUT = 400.0   # s: excite + fit, a bound for a hung run (a minute is 
 NODES = ('dynamics_controller', 'wrench_estimator')
 
 
-class Probe(Node):
-    """Records joint states and wrench estimates; sends trajectories, wrenches, parameters."""
+class LoopView(ArmView):
+    """The loop's arm on the package's probe: its states and wrench estimates; what it sends."""
 
-    def __init__(self, joints, base):
-        super().__init__('identification_loop')
-        self.joints, self.base, self.lock = list(joints), base, threading.Lock()
-        self.states, self.wrenches = [], []
-        self.create_subscription(JointState, 'joint_states', self.on_state,
-                                 state_qos('best_effort', 100))
-        self.create_subscription(WrenchStamped, '/wrench_estimator/wrench',
-                                 lambda m: self._add(self.wrenches, m), state_qos('best_effort',
-                                                                                  100))
-        self.trajectory = self.create_publisher(JointTrajectory,
-                                                '/dynamics_controller/joint_trajectory', 10)
-        self.wrench = self.create_publisher(WrenchStamped, '/arm_simulator/external_wrench', 10)
-
-    def _add(self, store, msg):
-        with self.lock:
-            store.append(msg)
-
-    def on_state(self, msg):
-        index = [list(msg.name).index(j) for j in self.joints]
-        self._add(self.states, (stamp_of(msg), np.asarray(msg.position)[index]))
-
-    def now(self):
-        with self.lock:
-            return self.states[-1][0] if self.states else -np.inf
-
-    def wait_until(self, t, timeout=120.0):
-        deadline = time.monotonic() + timeout
-        while self.now() < t:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f'no joint states up to t = {t:.3f}')
-            time.sleep(0.01)
+    def __init__(self, probe, joints, base):
+        self.probe, self.joints, self.base = probe, list(joints), base
+        self.states = probe.record(JointState, 'joint_states', BEST_EFFORT)
+        self.wrenches = probe.record(WrenchStamped, '/wrench_estimator/wrench', BEST_EFFORT)
+        self.trajectory = probe.create_publisher(JointTrajectory,
+                                                 '/dynamics_controller/joint_trajectory', 10)
+        self.wrench = probe.create_publisher(WrenchStamped, '/arm_simulator/external_wrench', 10)
 
     def positions(self, since, until):
         """(t, q) of the states stamped in [since, until], once the arm has passed until."""
-        self.wait_until(until + 0.01)
-        with self.lock:
-            picked = [(t, q) for t, q in self.states if since <= t <= until]
-        return np.array([t for t, _ in picked]), np.array([q for _, q in picked])
+        self.wait_until(until + 0.01, timeout=120.0)
+        return self.joint_arrays(self.joints, since, until)
 
     def mean_force(self, since, until, timeout=60.0):
-        deadline = time.monotonic() + timeout
-        while not (self.wrenches and stamp_of(self.wrenches[-1]) >= until):
-            if time.monotonic() > deadline:
-                raise RuntimeError(f'no wrench estimates up to t = {until:.3f}')
-            time.sleep(0.01)
-        with self.lock:
-            forces = [(m.wrench.force.x, m.wrench.force.y, m.wrench.force.z)
-                      for m in self.wrenches if since <= stamp_of(m) <= until]
-        return np.mean(forces, axis=0)
+        self.wrenches.wait_for_stamp(until, timeout)
+        return np.mean([(m.wrench.force.x, m.wrench.force.y, m.wrench.force.z)
+                        for m in window(self.wrenches, since, until)], axis=0)
 
     def send(self, times, q, v=None, a=None, lead=0.5):
         """A trajectory through (times, q[, v, a]) starting ``lead`` s from now; its start."""
@@ -117,63 +80,51 @@ class Probe(Node):
         self.wrench.publish(msg)
 
     def set_parameters(self, node, values, timeout=30.0):
-        """Set {name: value} on a node; RuntimeError with the reasons of any refusal."""
-        client = self.create_client(SetParameters, f'/{node}/set_parameters')
-        if not client.wait_for_service(timeout_sec=timeout):
-            raise RuntimeError(f'/{node}/set_parameters not available')
-        request = SetParameters.Request(parameters=[Parameter(k, value=v).to_parameter_msg()
-                                                    for k, v in values.items()])
-        future, done = client.call_async(request), threading.Event()
-        future.add_done_callback(lambda _: done.set())
-        if not done.wait(timeout):
-            raise RuntimeError(f'no answer from /{node}/set_parameters')
-        refused = [f'{k}: {r.reason}' for k, r in zip(values, future.result().results)
-                   if not r.successful]
-        if refused:
-            raise RuntimeError(f'{node} refused ' + '; '.join(refused))
+        """Set {name: value} on a node; ParametersRefused with the reasons of any refusal."""
+        self.probe.apply_parameters(node, values, timeout)
 
 
-def figures(probe, model, q0):
+def figures(arm, model, q0):
     """Measure the day-one figures of module docstring step 1; returns them as a dict."""
     out = {}
-    probe.set_parameters('dynamics_controller', {'mode': 'gravity_compensation'})
-    start = probe.now() + 0.3
-    _, q = probe.positions(start, start + DRIFT)
+    arm.set_parameters('dynamics_controller', {'mode': 'gravity_compensation'})
+    start = arm.now() + 0.3
+    _, q = arm.positions(start, start + DRIFT)
     out['drift_rad'] = float(np.abs(q - q[0]).max())
-    probe.set_parameters('dynamics_controller', {'mode': 'computed_torque'})
-    start = probe.send([2.0, 3.0], np.array([q0, q0 + STEP]))   # blends from the reference
-    _, q = probe.positions(start + 5.0, start + 6.0)
+    arm.set_parameters('dynamics_controller', {'mode': 'computed_torque'})
+    start = arm.send([2.0, 3.0], np.array([q0, q0 + STEP]))   # blends from the reference
+    _, q = arm.positions(start + 5.0, start + 6.0)
     error = q - (q0 + STEP)
     out['step_steady_rms_rad'] = float(np.sqrt(np.mean(error ** 2)))
     out['step_steady_max_rad'] = float(np.abs(error).max())
-    out['wrench_bias_N'] = float(np.linalg.norm(probe.mean_force(start + 5.0, start + 6.0)))
-    pushed = probe.now() + 0.2
-    probe.push(-PUSH)
-    force = probe.mean_force(pushed + 1.0, pushed + 2.0)
-    probe.push(0.0)
+    out['wrench_bias_N'] = float(np.linalg.norm(arm.mean_force(start + 5.0, start + 6.0)))
+    pushed = arm.now() + 0.2
+    arm.push(-PUSH)
+    force = arm.mean_force(pushed + 1.0, pushed + 2.0)
+    arm.push(0.0)
     out['push_error_N'] = float(np.linalg.norm(force - [0.0, 0.0, -PUSH]))
-    out['tracking_rms_rad'] = tracking(probe, model, q0)
+    out['tracking_rms_rad'] = tracking(arm, model, q0)
     return out
 
 
-def tracking(probe, model, q0):
+def tracking(arm, model, q0):
     """RMS error along a test excitation (3 s, seed 7), from q0 + STEP back to q0 first."""
-    start = probe.send([1.5], np.array([q0]))
-    probe.wait_until(start + 2.0)
+    start = arm.send([1.5], np.array([q0]))
+    arm.wait_until(start + 2.0)
     test = rd.excitation_trajectory(model, period=3.0, harmonics=3, q0=q0, evaluations=0,
                                     seed=7, margin=0.5)
     times = np.arange(0.0, test.duration + KNOT / 2, KNOT)
-    start = probe.send(times, *test.sample_many(times))
-    t, q = probe.positions(start, start + test.duration)
+    start = arm.send(times, *test.sample_many(times))
+    t, q = arm.positions(start, start + test.duration)
     return float(np.sqrt(np.mean((q - test.sample_many(t - start)[0]) ** 2)))
 
 
-def load_fit(probe, path):
+def load_fit(arm, path):
     """Set the fitted model terms of ``path`` (fit_dynamics' YAML) on both nodes."""
     document = bringup.load_config(path)
     for node in NODES:
         values = bringup.flatten(document[node]['ros__parameters'])
-        probe.set_parameters(node, {k: v for k, v in values.items() if k in (
+        arm.set_parameters(node, {k: v for k, v in values.items() if k in (
             'inertial_parameters', 'armature', 'payload.mass', 'payload.com', 'payload.inertia')
             or k.startswith('friction.')})
 
@@ -234,29 +185,26 @@ def main(argv=None):
                               .get('arm_simulator', {})}})
         processes = run.Processes(specs, env, work, output=work)
         for key in ('ROS_DOMAIN_ID', 'RMW_IMPLEMENTATION', 'FASTDDS_DEFAULT_PROFILES_FILE'):
-            os.environ[key] = env[key]   # this process's probe joins the run's domain
+            os.environ[key] = env[key]   # this process's arm joins the run's domain
         rclpy.init()
-        probe = Probe(sim['joints'], sim['base'])
-        executor = SingleThreadedExecutor()
-        executor.add_node(probe)
-        threading.Thread(target=executor.spin, daemon=True).start()
         try:
-            probe.wait_until(0.0, timeout=180.0)
-            probe.set_parameters('dynamics_controller', {'mode': 'gravity_compensation'}, 180.0)
-            probe.set_parameters('wrench_estimator', {}, 180.0)
-            before = figures(probe, model, q0)
-            print('before:', before, flush=True)
-            load_fit(probe, excite(env, args, q0))
-            after = figures(probe, model, q0)
-            print('after:', after, flush=True)
-        except RuntimeError as error:
+            with spinning('identification_loop') as node:
+                arm = LoopView(node, sim['joints'], sim['base'])
+                expect(arm.states.wait(1, 180.0), 'no joint states in 180 s')
+                arm.set_parameters('dynamics_controller', {'mode': 'gravity_compensation'}, 180.0)
+                arm.set_parameters('wrench_estimator', {}, 180.0)
+                before = figures(arm, model, q0)
+                print('before:', before, flush=True)
+                load_fit(arm, excite(env, args, q0))
+                after = figures(arm, model, q0)
+                print('after:', after, flush=True)
+        except (RuntimeError, TimeoutError) as error:
             print(f'identification_loop: {error}', file=sys.stderr)
             for name in processes.procs:
                 log = (pathlib.Path(work) / f'{name}.log').read_text()
                 print(f'--- {name} ---\n{log[-2000:]}', file=sys.stderr)
             return 1
         finally:
-            executor.shutdown()
             rclpy.try_shutdown()
             processes.stop(timeout=20.0)
             lock.close()
