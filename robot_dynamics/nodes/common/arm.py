@@ -38,8 +38,15 @@ class Arm:
         return np.asarray(x_model)[self.order]
 
     def per_joint(self, values, name, what='values, one per joint'):
-        """A per-joint parameter (given in ``joints`` order) in model order."""
-        return self.to_model(vector(values, name, len(self.order), what))
+        """A per-joint parameter (given in ``joints`` order) in model order.
+
+        A single value, where the parameter's schema allows one (``size_matches_joints<>:
+        [1]``), is every joint's.
+        """
+        n = len(self.order)
+        if n != 1 and len(values[name]) == 1:
+            return np.full(n, vector(values, name, 1, what)[0])
+        return self.to_model(vector(values, name, n, what))
 
 
 class ArmBuilder:

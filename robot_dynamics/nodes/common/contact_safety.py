@@ -25,7 +25,6 @@ from .parameters import ConfigError, section
 
 TIME_SCALING_HEADROOM = 1.01   # s = 1.01 × the smallest fitting factor: 1 % below the limits
 REFERENCE_RAMP = 0.5           # s: default streamed-reference acceleration = v_max / 0.5 s
-DEFAULT_OBSERVER_GAIN = 50.0   # 1/s, as the wrench estimator's
 EVENT_QOS = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=1,
                        reliability=ReliabilityPolicy.RELIABLE,
                        durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -133,9 +132,7 @@ def configure(values, arm, effort_limits):
         if values['collision.enable']:
             raise
         raise ConfigError(f'pfl.enable turns collision detection on: {error}') from None
-    gain = (arm.per_joint(values, 'collision.observer_gain')
-            if len(values['collision.observer_gain']) else
-            np.full(arm.model.nv, DEFAULT_OBSERVER_GAIN))
+    gain = arm.per_joint(values, 'collision.observer_gain')
     model = arm.model.replace(effort_limit=np.asarray(effort_limits, dtype=float))
     try:
         comply = Comply(model)

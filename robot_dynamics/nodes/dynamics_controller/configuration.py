@@ -22,7 +22,6 @@ from . import command_cycle, speed_limiter, cartesian_modes
 
 GRAVITY_COMPENSATION, COMPUTED_TORQUE = 'gravity_compensation', 'computed_torque'
 MODES = choices('dynamics_controller', 'mode')   # the schema's, in its order
-BANDWIDTH = 20.0         # rad/s: computed torque's default ω (kp = ω², kd = 2 ζ ω, ζ = 1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -61,18 +60,17 @@ def configure(values, arm):
 def joint_gains(values, arm):
     """Computed torque's (kp, kd) in model order (the schema refuses negative ones).
 
-    They are accelerations per error (1/s², 1/s), so one default fits every arm: empty kp is
-    BANDWIDTH² (400) for every joint, empty kd 2 √kp (critically damped: 40 by default).
+    They are accelerations per error (1/s², 1/s), so one default fits every arm (the schema's
+    kp); empty kd is 2 √kp, critically damped.
     """
-    kp = (arm.per_joint(values, 'kp') if len(values['kp'])
-          else np.full(arm.model.nv, BANDWIDTH ** 2))
+    kp = arm.per_joint(values, 'kp')
     kd = arm.per_joint(values, 'kd') if len(values['kd']) else 2.0 * np.sqrt(kp)
     return kp, kd
 
 
 def integral_gains(values, arm, limits):
     """(ki, integral_limit) in model order (the schema refuses negative ones)."""
-    ki = arm.per_joint(values, 'ki') if len(values['ki']) else 0.0
+    ki = arm.per_joint(values, 'ki')
     limit = arm.per_joint(values, 'integral_limit') if len(values['integral_limit']) else limits
     return ki, limit
 

@@ -26,7 +26,6 @@ from ..common.parameters import ConfigError
 from ..common.schema import load
 from . import estimator_cycle
 
-DEFAULT_GAIN = 50.0  # 1/s: 95 % of a step after 60 ms
 SINGULAR = 1e-2      # σ_min/σ_max of J below which the pose counts as near-singular
 TARED = 'tared at the joint state stamped {stamp:.6f} s: bias {bias} (joints order; ~/bias)'
 COUNTERS = ('estimates', 'rejected_states', 'observer_restarts', 'near_singular',
@@ -91,9 +90,7 @@ class WrenchEstimator(ManagedArmNode):
         self.start()
 
     def configure(self, values, arm):
-        n = arm.model.nv
-        gain = (arm.per_joint(values, 'observer_gain') if len(values['observer_gain'])
-                else np.full(n, DEFAULT_GAIN))
+        gain = arm.per_joint(values, 'observer_gain')
         frame, reference = wrench_frame(values['reference_frame'], arm.model)
         return Config(gain, frame, reference, values['damping'],
                       profiles.profile(values, arm), contact_safety.detection(values, arm))

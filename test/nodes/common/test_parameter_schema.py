@@ -6,6 +6,7 @@ description. The schema files are read here with plain PyYAML, not with the load
 Each rule is tried on values that keep it and values that break it, with the refusal written
 out as a user should read it.
 """
+import ast
 import math
 import pathlib
 
@@ -273,3 +274,60 @@ def test_the_loader_reads_nesting_rules_and_per_joint(tmp_path, monkeypatch):
     assert mode.choices == ('a', 'b')
     assert kp.descriptor().additional_constraints == ('one value per joint (or 0 values); '
                                                       'must be >= 0')
+
+
+LOOKUPS = ('per_joint', 'vector', 'stiffness', 'limits')   # f(values, 'name', ...) helpers
+
+
+def parameter_names_read(path):
+    """(line, name) of each parameter a module reads by a literal name from its values.
+
+    ``values['name']``, ``self.values['name']``, ``values.get('name')`` and the helpers that
+    take (values, 'name'); a name built at run time is not seen.
+    """
+    def is_values(node):
+        return ((isinstance(node, ast.Name) and node.id == 'values')
+                or (isinstance(node, ast.Attribute) and node.attr == 'values'))
+
+    def literal(node):
+        return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) \
+            else None
+
+    for node in ast.walk(ast.parse(path.read_text())):
+        name = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and \
+                is_values(node.value):
+            name = literal(node.slice)
+        elif isinstance(node, ast.Call) and node.args:
+            function = node.func
+            called = function.attr if isinstance(function, ast.Attribute) else \
+                getattr(function, 'id', None)
+            if called == 'get' and isinstance(function, ast.Attribute) and \
+                    is_values(function.value):
+                name = literal(node.args[0])
+            elif called in LOOKUPS and len(node.args) > 1 and is_values(node.args[0]):
+                name = literal(node.args[1])
+        if name is not None:
+            yield node.lineno, name
+
+
+def readers():
+    """(module path, the names it may read): a node's folder its schema, common every node's."""
+    schemas = {node: {p.name for p in schema.load(node)} for node in NODES}
+    for path in sorted(FOLDERS.glob('*/*.py')):
+        folder = path.parent.name
+        yield path, (set().union(*schemas.values()) if folder == 'common'
+                     else schemas[folder])
+    yield FOLDERS.parent / 'tools' / 'record_joint_states.py', schemas['record_joint_states']
+
+
+def test_every_parameter_the_code_reads_by_name_is_in_its_schema():
+    """The string-keyed look-ups are checked against the schemas (a typo is a KeyError late)."""
+    undeclared, read = [], 0
+    for path, names in readers():
+        for line, name in parameter_names_read(path):
+            read += 1
+            if name not in names:
+                undeclared.append(f'{path.relative_to(FOLDERS.parent)}:{line}: {name}')
+    assert not undeclared, 'read but not in the schema: ' + ', '.join(undeclared)
+    assert read > 150   # the walk finds the look-ups (143 values[...] alone)

@@ -9,6 +9,7 @@ import pytest
 from rclpy.parameter import Parameter
 
 import robot_dynamics as rd
+from robot_dynamics.nodes.common import schema
 from test_fuzz import JOINTS, POSE, TIMEOUT, URDF, Harness, joint_state
 
 MODEL = rd.load_urdf(URDF, 'panda_link0', 'panda_hand_tcp')
@@ -121,4 +122,22 @@ def test_bad_option_values_are_rejected(controller):
     assert set_parameters(h, ki=[1.0] * 6) == [False]
     assert set_parameters(h, friction_deadband=-0.1) == [False]
     assert set_parameters(h, velocity_filter_cutoff=-1.0) == [False]
-    assert h.node.values['ki'] == [] and h.node.values['velocity_filter_cutoff'] == 0.0
+    assert list(h.node.values['ki']) == [0.0] and h.node.values['velocity_filter_cutoff'] == 0.0
+
+
+def test_one_gain_value_is_every_joint_s_and_the_defaults_are_the_schema_s(controller):
+    """kp, ki and the observer gain take one value for every joint, or one per joint."""
+    h = controller
+    empty_kd = Parameter('kd', Parameter.Type.DOUBLE_ARRAY, [])
+    assert [r.successful for r in h.node.set_parameters([empty_kd])] == [True]
+    assert set_parameters(h, kp=[100.0], ki=[2.0]) == [True] * 2
+    ct = h.node.config.computed_torque
+    assert ct.kp.tolist() == [100.0] * 7 and ct.kd.tolist() == [20.0] * 7   # kd: 2 √kp
+    assert ct.ki.tolist() == [2.0] * 7
+    assert set_parameters(h, kp=[100.0, 200.0]) == [False]   # neither one nor one per joint
+    per_joint = [float(k) for k in range(100, 800, 100)]
+    assert set_parameters(h, kp=per_joint) == [True]
+    assert h.node.config.computed_torque.kp.tolist() == per_joint   # joints in model order
+    defaults = {p.name: p.default for p in schema.load('dynamics_controller')}
+    assert (defaults['kp'], defaults['ki'], defaults['collision.observer_gain']) == \
+        ([400.0], [0.0], [50.0])
