@@ -194,12 +194,15 @@ def main(argv=None):
               f"FASTDDS_DEFAULT_PROFILES_FILE={env['FASTDDS_DEFAULT_PROFILES_FILE']}", flush=True)
         procs = Processes(specs, env, work)
         end = time.monotonic() + args.duration if args.duration else float('inf')
+        interrupted = False
         try:
             while time.monotonic() < end and not procs.exited():
                 time.sleep(0.1)
         except KeyboardInterrupt:
-            pass
-        ended = procs.exited()
+            interrupted = True
+        # ctrl-c reaches the nodes too: one that ended before this process woke was stopped by
+        # the user, not ended by itself (seen under load)
+        ended = {} if interrupted else procs.exited()
         died = any(ended.values())
         for name, code in ended.items():
             print(f'{name} {bringup.exit_status(code)}: stopping the bring-up'
