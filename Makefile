@@ -10,6 +10,8 @@ PYTEST := $(PY) -m pytest -q --timeout=300
 # WORKERS=0 runs in this process
 WORKERS ?= 2
 PARALLEL := -n $(WORKERS) --dist loadfile
+# what make test runs: the whole suite; CI's second environment runs the part that differs
+TESTS ?= test
 
 .PHONY: all venv test-interfaces compile demo test test-unit test-nojit docs bench bench-nodes bench-start lint colcon clean
 all: test
@@ -31,7 +33,7 @@ demo: venv
 
 test: venv test-interfaces compile
 	@$(PY) -m robot_dynamics.versions
-	$(PYTEST) $(PARALLEL) --durations=25 test
+	$(PYTEST) $(PARALLEL) --durations=25 $(TESTS)
 	@$(MAKE) --no-print-directory test-nojit
 
 # Everything but the tests that start nodes on DDS (marked dds) and the minute-long loops.
