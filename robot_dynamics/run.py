@@ -201,9 +201,9 @@ def main(argv=None):
         except KeyboardInterrupt:
             interrupted = True
         # ctrl-c reaches the nodes too: one that ended before this process woke was stopped by
-        # the user, not ended by itself (seen under load)
+        # the user, not ended by itself (seen under load); a node that exited 0 was stopped
         ended = {} if interrupted else procs.exited()
-        died = any(ended.values())
+        died = {n: c for n, c in ended.items() if c}
         for name, code in ended.items():
             print(f'{name} {bringup.exit_status(code)}: stopping the bring-up'
                   + (f' in {bringup.STOP_GRACE:g} s' if died else ''), file=sys.stderr,
@@ -218,7 +218,7 @@ def main(argv=None):
     if lock:
         lock.close()
     stopped = ', '.join(f'{n} {bringup.exit_status(c)}' for n, c in codes.items()
-                        if n not in ended)
+                        if n not in died)
     print(f'stopped in {time.monotonic() - stopping:.1f} s: {stopped or "nothing else ran"}',
           file=sys.stderr, flush=True)
     return 1 if died else 0

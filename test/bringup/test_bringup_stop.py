@@ -148,3 +148,37 @@ def test_a_killed_controller_leaves_the_simulated_drive_time_to_stop_the_arm(tmp
                         'status 0'), output[-3000:]
     assert all(gone(pid) for pid in run.nodes)
     print(f'a killed controller under load: the run ended {took:.1f} s after the kill')
+
+
+class RacedProcesses:
+    """run.Processes as a loaded machine shows it: some nodes ended before the runner looked."""
+
+    def __init__(self, ended, final):
+        self.ended, self.final = ended, final
+
+    def __call__(self, specs, env, work_dir, output=None):
+        return self
+
+    def exited(self):
+        return self.ended
+
+    def stop(self):
+        return self.final
+
+
+@pytest.mark.parametrize('ended, final, code, stopped', [
+    ({'arm_simulator': 0, 'wrench_estimator': 0},   # ctrl-c reached them before the runner
+     {'arm_simulator': 0, 'dynamics_controller': 0, 'wrench_estimator': 0}, 0,
+     'arm_simulator exited with status 0, dynamics_controller exited with status 0, '
+     'wrench_estimator exited with status 0'),
+    ({'dynamics_controller': -9},                   # a node died: named, not among the stopped
+     {'arm_simulator': 0, 'dynamics_controller': -9, 'wrench_estimator': 0}, 1,
+     'arm_simulator exited with status 0, wrench_estimator exited with status 0')])
+def test_the_runner_counts_a_node_that_exited_0_as_stopped(
+        monkeypatch, capsys, ended, final, code, stopped):
+    from robot_dynamics import run as runner
+    monkeypatch.setattr(runner, 'Processes', RacedProcesses(ended, final))
+    monkeypatch.setattr(bringup, 'STOP_GRACE', 0.0)
+    assert runner.main(['simulated_arm', '--domain-id', '0']) == code
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert re.fullmatch(r'stopped in [0-9.]+ s: (.*)', last).group(1) == stopped, last
