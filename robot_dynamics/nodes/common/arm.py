@@ -44,7 +44,7 @@ class Arm:
         [1]``), is every joint's.
         """
         n = len(self.order)
-        if n != 1 and len(values[name]) == 1:
+        if len(values[name]) == 1:
             return np.full(n, vector(values, name, 1, what)[0])
         return self.to_model(vector(values, name, n, what))
 
